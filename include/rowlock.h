@@ -1,0 +1,478 @@
+/*
+ * rowlock — distributed locks kept in a MySQL/MariaDB table.
+ *
+ * Conventions (read once, they hold for every function below):
+ *
+ *  - Functions return int: 0 on success or a negative ROWLOCK_E* code.
+ *    After a failure, rowlock_client_errmsg() holds one line naming the lock
+ *    and the strategy; it stays valid until the next call on that client.
+ *  - Out-parameters come first. Every *_free() is void and accepts NULL.
+ *  - Input strings are copied. Returned const char * are borrowed and live
+ *    as long as the object they came from.
+ *  - Option structs are transparent, start with a `version` member and have
+ *    an _INIT macro. Always start from the macro, then set fields: new fields
+ *    are only ever added at the end, so old callers keep compiling and
+ *    keep their behaviour.
+ *  - Threads: a rowlock_client and the locks bound to it belong to one
+ *    thread at a time (like a MYSQL *). Different clients may be used from
+ *    different threads concurrently. The library keeps no global mutable
+ *    state after rowlock_library_init().
+ *  - Time: whether a lease has ended is decided by the database server's
+ *    clock (NOW(6)), never by this process's clock. Waits (wait_ms) are
+ *    measured on this process's monotonic clock.
+ *  - Blocking: every call that talks to the server blocks for at most the
+ *    round trips it documents, each bounded by the client's read/write
+ *    timeouts, plus any wait the caller asked for.
+ *
+ * The public header never includes mysql.h; a MYSQL * crosses the API as
+ * void * (rowlock_client_wrap()).
+ */
+#ifndef ROWLOCK_H
+#define ROWLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rowlock_version.h"
+
+#if defined(_WIN32)
+#  define ROWLOCK_EXTERN __declspec(dllimport)
+#elif defined(__GNUC__)
+#  define ROWLOCK_EXTERN __attribute__((visibility("default")))
+#else
+#  define ROWLOCK_EXTERN
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Result codes. 0 is success; every failure is one of these. */
+typedef enum rowlock_error {
+    ROWLOCK_OK = 0,
+    /** The lock is held by another owner: try-once failed or the wait expired. */
+    ROWLOCK_EBUSY = -1,
+    /** Release/renew of a lock we no longer hold: the lease ended and someone
+     *  else took it, the reaper purged it, an admin force-released it, or the
+     *  transaction/connection that held it ended. Nothing was changed. */
+    ROWLOCK_ENOTOWNER = -2,
+    /** Bad argument: a lock name that is not 1-255 bytes of UTF-8, a bad
+     *  option, a call in the wrong state, or a name managed by another
+     *  strategy. The message says which. */
+    ROWLOCK_EINVALID = -3,
+    /** Server or connection error. rowlock_client_db_errno() and
+     *  rowlock_client_sqlstate() keep the server's error. */
+    ROWLOCK_EDB = -4,
+    /** The lock table is missing or its schema version is not the one this
+     *  library needs; the message names expected and found versions. Fix with
+     *  rowlock_migrate() (or `rowlock migrate`). */
+    ROWLOCK_ESCHEMA = -5,
+    /** Not possible on this server or with this strategy, for example the
+     *  for-update strategy on a multi-primary (Galera) cluster. */
+    ROWLOCK_EUNSUPPORTED = -6,
+    /** Out of memory. */
+    ROWLOCK_ENOMEM = -7
+} rowlock_error;
+
+/** A static English sentence for a code ("lock is held by another owner").
+ *  Unknown codes give "unknown error". Never NULL. */
+ROWLOCK_EXTERN const char *rowlock_strerror(int code);
+
+/** The symbolic name of a code ("ROWLOCK_EBUSY"), for logs and CLI output.
+ *  Unknown codes give "ROWLOCK_EUNKNOWN". Never NULL. */
+ROWLOCK_EXTERN const char *rowlock_error_name(int code);
+
+/** The library's version string ("1.0.0"), for checking the runtime library
+ *  against ROWLOCK_VERSION_STRING from the header. */
+ROWLOCK_EXTERN const char *rowlock_version(void);
+
+/** The schema version this library needs (the number of the newest embedded
+ *  migration in sql/). */
+ROWLOCK_EXTERN int rowlock_schema_version_expected(void);
+
+/**
+ * Initialise libmysqlclient. Optional: rowlock_client_connect() calls it on
+ * first use. Call it once from the main thread before starting threads that
+ * open clients (libmysqlclient's own rule). Returns 0 or ROWLOCK_EDB.
+ */
+ROWLOCK_EXTERN int rowlock_library_init(void);
+
+/** Release libmysqlclient's global state; call last, after freeing every client. */
+ROWLOCK_EXTERN void rowlock_library_end(void);
+
+/* ------------------------------------------------------------------------ */
+/* Clients                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/** A database connection, its settings, its owner identity and its last error. */
+typedef struct rowlock_client rowlock_client;
+
+/** TLS modes, as in the mysql client's --ssl-mode. */
+typedef enum rowlock_tls_mode {
+    ROWLOCK_TLS_DEFAULT = 0,      /**< whatever the option files/library default say */
+    ROWLOCK_TLS_DISABLED,         /**< no TLS */
+    ROWLOCK_TLS_PREFERRED,        /**< TLS if the server offers it */
+    ROWLOCK_TLS_REQUIRED,         /**< fail unless encrypted (server not verified) */
+    ROWLOCK_TLS_VERIFY_CA,        /**< encrypted and the server's certificate chains to tls_ca */
+    ROWLOCK_TLS_VERIFY_IDENTITY   /**< VERIFY_CA and the certificate names the host */
+} rowlock_tls_mode;
+
+/** Flags for rowlock_client_options.flags. */
+enum {
+    /** Do not check the schema version at connect (used by migrate tools). */
+    ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK = 1u << 0,
+    /** Read the standard MySQL option files (/etc/my.cnf, /etc/mysql/my.cnf,
+     *  ~/.my.cnf, ...) groups [client] and [rowlock]. Ignored when
+     *  defaults_file is set (then only that file is read). */
+    ROWLOCK_CLIENT_READ_DEFAULT_FILES = 1u << 1,
+    /** Declare that all lock traffic goes to one node of a multi-primary
+     *  (Galera) cluster, which makes the for-update strategy safe there. */
+    ROWLOCK_CLIENT_SINGLE_NODE = 1u << 2
+};
+
+#define ROWLOCK_CLIENT_OPTIONS_VERSION 1
+
+/**
+ * How to connect. NULL strings and zero numbers mean "not set": then the
+ * option files decide (when read), then libmysqlclient's defaults. Explicit
+ * fields override option files, as on the mysql command line.
+ */
+typedef struct rowlock_client_options {
+    unsigned int version;        /**< ROWLOCK_CLIENT_OPTIONS_VERSION */
+    const char *defaults_file;   /**< read only this option file ([client], [rowlock]) */
+    const char *host;
+    unsigned int port;
+    const char *unix_socket;
+    const char *user;
+    const char *password;
+    const char *database;
+    const char *table;           /**< lock table; default "rowlock_locks" (or [rowlock] table=) */
+    unsigned int connect_timeout_ms;  /**< default 10000 */
+    unsigned int read_timeout_ms;     /**< default 0: libmysqlclient's default; lock waits are
+                                           never cut by it (waits are bounded by the server) */
+    unsigned int write_timeout_ms;    /**< default 0: libmysqlclient's default */
+    rowlock_tls_mode tls_mode;
+    const char *tls_ca;          /**< CA file for VERIFY_CA / VERIFY_IDENTITY */
+    unsigned int flags;          /**< ROWLOCK_CLIENT_* */
+} rowlock_client_options;
+
+#define ROWLOCK_CLIENT_OPTIONS_INIT \
+    { ROWLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, 0, 0, 0, \
+      ROWLOCK_TLS_DEFAULT, NULL, 0u }
+
+/**
+ * Allocate a client, not yet connected. Its owner identity (128 random bits
+ * from the OS, plus host name and pid for humans) is made here.
+ * @return 0, ROWLOCK_ENOMEM, or ROWLOCK_EDB if the OS random source failed.
+ * Does not block on the network.
+ */
+ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out);
+
+/**
+ * Open the client's own connection and check the lock table's schema.
+ * @return 0;
+ *   ROWLOCK_EINVALID  bad options (unknown version, bad table name, unreadable
+ *                     defaults_file, TLS mode without what it needs);
+ *   ROWLOCK_EDB       cannot connect or authenticate (message has the server's);
+ *   ROWLOCK_ESCHEMA   table missing or schema version mismatch (message names
+ *                     expected and found) — unless SKIP_SCHEMA_CHECK;
+ *   ROWLOCK_ENOMEM.
+ * Blocks for connect (connect_timeout_ms) plus one round trip. On failure the
+ * client stays unconnected and may be connected again.
+ */
+ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_client_options *opts);
+
+/**
+ * Use an application's existing connection (a MYSQL *, passed as void *).
+ * The client does not take ownership: rowlock_client_free() never closes it.
+ * The connection must outlive the client and must not be used by another
+ * thread while rowlock calls run. rowlock prepares its statements on it (and
+ * closes them on free) and never changes its session settings. The insert
+ * and optimistic strategies refuse to run while the connection is inside an
+ * application transaction (their rows must commit on their own); a
+ * connection opened with CLIENT_FOUND_ROWS is refused (affected-row counts
+ * would lie). Only opts->table, opts->flags are used from opts (may be NULL).
+ * @return 0, ROWLOCK_EINVALID, ROWLOCK_ESCHEMA, ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * One round trip (the schema check).
+ */
+ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const rowlock_client_options *opts);
+
+/**
+ * Close the client's connection (if it owns it) and free it. Locks still held
+ * are NOT released by free (bind lock lifetimes to the client: free locks
+ * first, which releases them). A for-update lock dies with the connection.
+ * NULL-safe.
+ */
+ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
+
+/** One line about the last failure on this client ("" if none). Borrowed. */
+ROWLOCK_EXTERN const char *rowlock_client_errmsg(const rowlock_client *c);
+/** The last server/connection error number kept with ROWLOCK_EDB (0 if none). */
+ROWLOCK_EXTERN unsigned int rowlock_client_db_errno(const rowlock_client *c);
+/** The last SQLSTATE kept with ROWLOCK_EDB ("00000" if none). Borrowed. */
+ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c);
+/** This client's owner identity as stored in the lock table. Borrowed. */
+ROWLOCK_EXTERN const char *rowlock_client_owner(const rowlock_client *c);
+/** The lock table name in use. Borrowed. */
+ROWLOCK_EXTERN const char *rowlock_client_table(const rowlock_client *c);
+/** The server's version string ("10.11.19-MariaDB..."), or "" if unconnected. */
+ROWLOCK_EXTERN const char *rowlock_client_server_info(const rowlock_client *c);
+
+/* ------------------------------------------------------------------------ */
+/* Schema                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The schema version found on the server for this client's table.
+ * @param found set to 0 when nothing is installed.
+ * @return 0 or ROWLOCK_EDB. One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found);
+
+/** Flags for rowlock_migrate(). */
+enum { ROWLOCK_MIGRATE_DRY_RUN = 1u << 0 };
+
+/**
+ * Apply the pending migrations embedded from sql/ (forward only). Idempotent,
+ * and safe when several processes run it at once: it serialises on a
+ * server-side named lock (GET_LOCK) and re-reads the version under it.
+ * Needs CREATE/ALTER privileges (the lock-taking user does not).
+ * @param from, to  set to the version before and after (either may be NULL);
+ *                  with DRY_RUN, `to` is what a real run would reach.
+ * @return 0, ROWLOCK_ESCHEMA if the server's version is newer than this
+ *         library knows, ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * Blocks up to 60 s waiting for a concurrent migrator, plus the DDL.
+ */
+ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *from, int *to);
+
+/* ------------------------------------------------------------------------ */
+/* Locks                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/** A named lock bound to a client and a strategy. */
+typedef struct rowlock_lock rowlock_lock;
+
+/** How a lock is kept in the table. See README "Choosing a strategy". */
+typedef enum rowlock_strategy {
+    /** Unique-key INSERT of a row with owner, count and lease. */
+    ROWLOCK_STRATEGY_INSERT = 1,
+    /** A transaction holding the row with SELECT ... FOR UPDATE. */
+    ROWLOCK_STRATEGY_FOR_UPDATE = 2,
+    /** Compare-and-set UPDATE on a version column, with a lease. */
+    ROWLOCK_STRATEGY_OPTIMISTIC = 3
+} rowlock_strategy;
+
+/** "insert", "for-update", "optimistic"; NULL for an unknown value. */
+ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s);
+/** Parse a strategy name. @return 0 or ROWLOCK_EINVALID. */
+ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name);
+
+#define ROWLOCK_LOCK_OPTIONS_VERSION 1
+
+/** Options for a lock handle. */
+typedef struct rowlock_lock_options {
+    unsigned int version;          /**< ROWLOCK_LOCK_OPTIONS_VERSION */
+    rowlock_strategy strategy;     /**< default (0): ROWLOCK_STRATEGY_INSERT */
+} rowlock_lock_options;
+
+#define ROWLOCK_LOCK_OPTIONS_INIT { ROWLOCK_LOCK_OPTIONS_VERSION, (rowlock_strategy)0 }
+
+/** Longest lock name, in bytes. */
+#define ROWLOCK_NAME_MAX 255
+/** Longest owner identity, in bytes (without the NUL). */
+#define ROWLOCK_OWNER_MAX 190
+
+/**
+ * Check a lock name without a client: 1-255 bytes of valid UTF-8 (no
+ * overlong forms, no surrogates), case-sensitive, any other bytes allowed
+ * (quotes, backslashes, % and _ are plain characters).
+ * @param why  if not NULL, set to a static reason on failure.
+ * @return 0 or ROWLOCK_EINVALID.
+ */
+ROWLOCK_EXTERN int rowlock_name_check(const char *name, const char **why);
+
+/**
+ * Make a handle for lock `name` on client `c`. Does not talk to the server.
+ * @param opts may be NULL (insert strategy).
+ * @return 0; ROWLOCK_EINVALID for a bad name (message says why: empty, too
+ *         long with its length, invalid UTF-8 at which byte) or options;
+ *         ROWLOCK_ENOMEM.
+ */
+ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const char *name,
+                                    const rowlock_lock_options *opts);
+
+/**
+ * Release whatever this handle still holds (each of its acquisitions), then
+ * free it. Errors while releasing are ignored: a lease-based lock then ends
+ * with its lease. NULL-safe.
+ */
+ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
+
+/** Wait forever (for rowlock_acquire's wait_ms). */
+#define ROWLOCK_WAIT_FOREVER (-1)
+/** Longest lease: 366 days. */
+#define ROWLOCK_LEASE_MAX_MS (366LL * 24 * 3600 * 1000)
+/** Lease used when 0 is given. */
+#define ROWLOCK_LEASE_DEFAULT_MS 30000
+
+/**
+ * Acquire the lock.
+ *
+ * Re-entrant: if this client already holds it (through this or another handle
+ * on the same client), the hold count goes up, the lease is extended to at
+ * least now + lease_ms, and the token stays the same. Each acquire needs its
+ * own release.
+ *
+ * @param wait_ms  0: try once; N > 0: wait up to N ms; ROWLOCK_WAIT_FOREVER.
+ * @param lease_ms how long the grant lasts without renew (insert, optimistic;
+ *                 0 = ROWLOCK_LEASE_DEFAULT_MS). for-update has no lease: the
+ *                 lock lasts until release or until the connection ends.
+ * @return 0 (then rowlock_lock_token() is the grant's fencing token);
+ *   ROWLOCK_EBUSY        held by another owner (after the wait);
+ *   ROWLOCK_EINVALID     bad wait/lease, the name is managed by another
+ *                        strategy (message names it), or the connection is
+ *                        inside an application transaction;
+ *   ROWLOCK_EUNSUPPORTED for-update on a Galera cluster without SINGLE_NODE,
+ *                        or a second for-update name on one client;
+ *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * Blocks at most wait_ms plus one round trip (and the client's timeouts).
+ */
+ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+
+/**
+ * Release one acquisition made through this handle. When the client's count
+ * reaches 0 the lock is free for others (the row keeps its token).
+ * @return 0; ROWLOCK_ENOTOWNER if the lock was lost (someone else holds it,
+ *   it was purged or force-released, or the holding transaction/connection
+ *   ended) — nothing is changed then; ROWLOCK_EINVALID if this handle holds
+ *   nothing; ROWLOCK_EDB.
+ * One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l);
+
+/**
+ * Extend the lease to now + lease_ms (server clock). Never re-acquires: if
+ * the lease already ended or the row changed hands, nothing changes.
+ * for-update: checks that the holding transaction is still alive.
+ * @return 0; ROWLOCK_ENOTOWNER (lost, as for release, or lease already
+ *   ended); ROWLOCK_EINVALID if not held or bad lease; ROWLOCK_EDB.
+ * One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms);
+
+/** The fencing token of this handle's current grant, 0 if it holds nothing.
+ *  Tokens are strictly increasing per name across releases, expiry
+ *  takeovers, purges and server restarts: pass them to the resource you
+ *  protect and have it refuse smaller ones. */
+ROWLOCK_EXTERN uint64_t rowlock_lock_token(const rowlock_lock *l);
+
+/** How many acquisitions this handle holds (0 if none). No round trip. */
+ROWLOCK_EXTERN unsigned int rowlock_lock_held(const rowlock_lock *l);
+
+/** The lock's name. Borrowed. */
+ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l);
+
+/** The handle's strategy. */
+ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
+
+#define ROWLOCK_INFO_VERSION 1
+
+/** What the table says about one lock name. */
+typedef struct rowlock_info {
+    unsigned int version;       /**< set by the caller: ROWLOCK_INFO_VERSION */
+    int exists;                 /**< a row exists for this name */
+    int held;                   /**< held now (by the server clock) */
+    int stale;                  /**< has an owner whose lease ended: a crashed holder */
+    rowlock_strategy strategy;  /**< the strategy that manages the name */
+    uint64_t token;             /**< last granted fencing token (the version, for optimistic) */
+    unsigned int count;         /**< re-entrant hold count */
+    int64_t acquired_at_us;     /**< grant time, server clock, µs since the epoch (UTC); 0 unknown */
+    int64_t expires_at_us;      /**< lease end, same clock; 0 if none */
+    int64_t expires_in_ms;      /**< lease end minus the server's NOW(6); negative once ended */
+    char name[ROWLOCK_NAME_MAX + 1];
+    char owner[ROWLOCK_OWNER_MAX + 1]; /**< "" if unknown or free */
+} rowlock_info;
+
+#define ROWLOCK_INFO_INIT { ROWLOCK_INFO_VERSION, 0, 0, 0, (rowlock_strategy)0, 0, 0, 0, 0, 0, "", "" }
+
+/**
+ * Read the lock's row. A for-update lock's holder is not written to the
+ * row; `held` is found with a non-waiting probe and `owner` is "".
+ * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
+ *   (info NULL or wrong version), ROWLOCK_EDB. One or two round trips.
+ */
+ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
+
+/* ------------------------------------------------------------------------ */
+/* Administration (what the rowlock and rowlock-reaper tools use)            */
+/* ------------------------------------------------------------------------ */
+
+/** Flags for rowlock_list(). */
+enum { ROWLOCK_LIST_STALE = 1u << 0 /**< only rows whose lease ended */ };
+
+/**
+ * Call `fn` for every held lock (owner set, lease live), or with
+ * ROWLOCK_LIST_STALE for every row whose owner's lease ended, ordered by
+ * name. `fn` returns 0 to go on, anything else to stop (rowlock_list then
+ * returns that value). `fn` must not call rowlock on the same client.
+ * for-update locks are not listed (their holders are row locks, not rows).
+ * @return 0, fn's non-zero value, ROWLOCK_EDB, ROWLOCK_ENOMEM. One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
+                                int (*fn)(const rowlock_info *info, void *arg), void *arg);
+
+/**
+ * Administrative release of whoever holds `name` (insert and optimistic):
+ * clears the owner and keeps the token. The previous holder's release and
+ * renew then fail with ROWLOCK_ENOTOWNER.
+ * @param released if not NULL, filled with what was released (released->held
+ *        is 0 when nothing was held).
+ * @return 0 (released or nothing to release), ROWLOCK_EINVALID (bad name),
+ *   ROWLOCK_EUNSUPPORTED (a for-update name: end the holder's connection),
+ *   ROWLOCK_EDB. Two round trips.
+ */
+ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
+
+#define ROWLOCK_REAP_OPTIONS_VERSION 1
+
+typedef struct rowlock_reap_options {
+    unsigned int version;     /**< ROWLOCK_REAP_OPTIONS_VERSION */
+    int64_t grace_ms;         /**< purge leases that ended more than this ago (default 60000 when <0) */
+    unsigned int batch;       /**< rows per deleting statement (default 1000 when 0) */
+    int64_t max_ms;           /**< stop starting new batches after this long (0: no limit) */
+    int dry_run;              /**< count what would be purged, change nothing */
+} rowlock_reap_options;
+
+#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0 }
+
+typedef struct rowlock_reap_stats {
+    unsigned int version;      /**< set by the caller: ROWLOCK_REAP_OPTIONS_VERSION */
+    uint64_t purged;           /**< rows deleted (dry run: rows that would be) */
+    uint64_t batches;          /**< deleting statements run */
+    int64_t oldest_expiry_us;  /**< oldest lease end among them, server clock, µs epoch; 0 none */
+    int64_t elapsed_us;        /**< wall time spent */
+    int complete;              /**< 1 if nothing stale is left, 0 if stopped by max_ms */
+} rowlock_reap_stats;
+
+/**
+ * Purge stale rows (lease ended more than grace ago) in batches. The expiry
+ * condition is re-checked by the server inside each deleting statement, so
+ * a lock renewed or re-acquired meanwhile survives; rows locked by a live
+ * transaction are skipped. Safe to run from several hosts at once. Tokens
+ * stay strictly increasing after a purge (they come from a sequence, not
+ * from the row).
+ * @return 0, ROWLOCK_EINVALID (bad options), ROWLOCK_EDB.
+ * Blocks up to max_ms plus one batch.
+ */
+ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *opts,
+                                rowlock_reap_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROWLOCK_H */

@@ -1,0 +1,165 @@
+/*
+ * Administration: list, force release, reap. What the rowlock and
+ * rowlock-reaper tools call; built on the same row layout as the strategies.
+ *
+ * Reaping: one DELETE per batch whose WHERE is the staleness condition itself,
+ * evaluated by the server on each row as it deletes it, so a row renewed or
+ * re-acquired after any earlier read survives. It runs at READ COMMITTED so
+ * it takes no gap locks on the expiry index (acquirers inserting new rows are
+ * never blocked; SET TRANSACTION applies to the next transaction only, so a
+ * wrapped connection's session is left as it was), and waits at most 1 s for a row locked by a live statement.
+ * Several reapers at once just share the work.
+ */
+#include "rowlock_int.h"
+
+#include <string.h>
+
+static const char LIST_HELD[] =
+    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > NOW(6) ORDER BY name";
+static const char LIST_STALE[] =
+    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= NOW(6) ORDER BY name";
+
+/* Params: name, owner, token. Only clears exactly the grant that was read. */
+static const char FORCE_RELEASE[] =
+    "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = NOW(6) "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy IN (1, 3) AND expires_at > NOW(6)";
+
+/* Params: grace µs. */
+static const char REAP_SURVEY[] =
+    "SELECT COUNT(*), IFNULL(FLOOR(UNIX_TIMESTAMP(MIN(expires_at))*1000000),0) FROM `{{table}}` "
+    "WHERE expires_at < NOW(6) - INTERVAL ? MICROSECOND";
+/* Params: grace µs, batch. */
+static const char REAP_DELETE[] =
+    "SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}` WHERE expires_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
+
+struct list_ctx {
+    rowlock__col cols[ROWLOCK__ROW_NCOLS];
+    rowlock_info info;
+    int (*fn)(const rowlock_info *, void *);
+    void *arg;
+};
+
+static int list_row(void *p)
+{
+    struct list_ctx *x = p;
+    rowlock__row_cols_store(x->cols, &x->info);
+    return x->fn(&x->info, x->arg);
+}
+
+ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
+                                int (*fn)(const rowlock_info *info, void *arg), void *arg)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    if (fn == NULL)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "list: callback is NULL");
+    struct list_ctx x;
+    memset(&x, 0, sizeof x);
+    x.info.version = ROWLOCK_INFO_VERSION;
+    x.fn = fn;
+    x.arg = arg;
+    rowlock__row_cols_init(x.cols, &x.info);
+    return rowlock__db_exec(c, "list", (flags & ROWLOCK_LIST_STALE) ? LIST_STALE : LIST_HELD, 0, NULL, 0, x.cols,
+                            ROWLOCK__ROW_NCOLS, list_row, &x, NULL);
+}
+
+ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    const char *why = NULL;
+    if (rowlock_name_check(name, &why))
+        return rowlock__fail(c, ROWLOCK_EINVALID, "force release: %s", why);
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    int rc = rowlock__row_read(c, name, strlen(name), &info);
+    if (rc)
+        return rc;
+    if (info.exists && info.strategy == ROWLOCK_STRATEGY_FOR_UPDATE)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "force release '%s': a for-update lock is a row lock of its holder's transaction; end "
+                             "that connection (KILL) to release it",
+                             info.name);
+    int was_held = info.exists && info.held;
+    if (was_held) {
+        rowlock__param p[3] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
+                                RL_U64(info.token) };
+        rowlock__res res;
+        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+            return rc;
+        was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
+    }
+    if (released) {
+        if (released->version != ROWLOCK_INFO_VERSION)
+            return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is not ROWLOCK_INFO_VERSION");
+        *released = info;
+        released->held = was_held;
+    }
+    return 0;
+}
+
+ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o, rowlock_reap_stats *stats)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    rowlock_reap_options d = ROWLOCK_REAP_OPTIONS_INIT;
+    if (o == NULL)
+        o = &d;
+    if (o->version != ROWLOCK_REAP_OPTIONS_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: rowlock_reap_options.version is %u, this library knows %d",
+                             o->version, ROWLOCK_REAP_OPTIONS_VERSION);
+    if (stats && stats->version != ROWLOCK_REAP_OPTIONS_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is not ROWLOCK_REAP_OPTIONS_VERSION");
+    int64_t grace_ms = o->grace_ms < 0 ? 60000 : o->grace_ms;
+    if (grace_ms > ROWLOCK_LEASE_MAX_MS * 10)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: grace %lld ms is too large", (long long)grace_ms);
+    uint64_t batch = o->batch ? o->batch : 1000;
+    if (o->max_ms < 0)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: max_ms %lld is negative", (long long)o->max_ms);
+
+    rowlock_reap_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    const int64_t start = rowlock__now_us();
+    rowlock__param pg = RL_I64(grace_ms * 1000);
+    rowlock__col survey[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
+    int rc = rowlock__db_exec(c, "reap: survey", REAP_SURVEY, 0, &pg, 1, survey, 2, NULL, NULL, NULL);
+    if (rc)
+        goto out;
+    st.oldest_expiry_us = survey[1].i;
+    if (o->dry_run) {
+        st.purged = (uint64_t)survey[0].i;
+        st.complete = 1;
+        goto out;
+    }
+    for (;;) {
+        if (o->max_ms > 0 && rowlock__now_us() - start >= o->max_ms * 1000)
+            break;
+        rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+        rowlock__res res;
+        if ((rc = rowlock__db_simple(c, "reap: isolation", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
+            goto out;
+        rc = rowlock__db_exec(c, "reap: delete", REAP_DELETE, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        if (rc == ROWLOCK_EBUSY) {
+            rc = 0; /* a row held by a live statement: try again next batch */
+            rowlock__sleep_us(1000);
+            continue;
+        }
+        if (rc)
+            goto out;
+        st.batches++;
+        st.purged += res.affected;
+        if (res.affected < batch) {
+            st.complete = 1;
+            break;
+        }
+    }
+out:
+    st.elapsed_us = rowlock__now_us() - start;
+    if (stats)
+        *stats = st;
+    return rc;
+}

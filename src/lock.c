@@ -1,0 +1,328 @@
+/*
+ * rowlock_lock: handles, and the thin wrappers through which every strategy
+ * is called. The wrappers own argument checks and the handle's bookkeeping
+ * (hold count, token, lost flag), so the strategies contain only SQL.
+ */
+#include "rowlock_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
+
+static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
+{
+    switch (s) {
+    case ROWLOCK_STRATEGY_INSERT: return &rowlock__strategy_insert;
+    case ROWLOCK_STRATEGY_FOR_UPDATE: return &rowlock__strategy_for_update;
+    case ROWLOCK_STRATEGY_OPTIMISTIC: return &rowlock__strategy_optimistic;
+    }
+    return NULL;
+}
+
+/* The name as shown in messages: quoted, control bytes escaped, so a
+ * message stays one readable line whatever the name holds. */
+static void quote_name(char *out, size_t cap, const char *name)
+{
+    size_t o = 0;
+    out[o++] = '\'';
+    for (const unsigned char *p = (const unsigned char *)name; *p && o + 6 < cap; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
+        else
+            out[o++] = (char)*p;
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+}
+
+ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const char *name,
+                                    const rowlock_lock_options *opts)
+{
+    if (out == NULL || c == NULL)
+        return c ? rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: out is NULL") : ROWLOCK_EINVALID;
+    *out = NULL;
+    rowlock__clear_error(c);
+    if (opts && opts->version != ROWLOCK_LOCK_OPTIONS_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "lock_new: rowlock_lock_options.version is %u, this library knows %d", opts->version,
+                             ROWLOCK_LOCK_OPTIONS_VERSION);
+    rowlock_strategy s = opts && opts->strategy ? opts->strategy : ROWLOCK_STRATEGY_INSERT;
+    const rowlock__strategy_ops *ops = ops_for(s);
+    if (ops == NULL || ops->version != ROWLOCK__STRATEGY_OPS_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: unknown strategy %d", (int)s);
+
+    if (name == NULL)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: lock name is NULL");
+    size_t n = strlen(name);
+    if (n == 0)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: lock name is empty (names are 1-255 bytes of UTF-8)");
+    if (n > ROWLOCK_NAME_MAX)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "lock_new: lock name is %zu bytes long, the limit is %d (names are never truncated)", n,
+                             ROWLOCK_NAME_MAX);
+    size_t bad = 0;
+    const char *why = rowlock__utf8_check((const unsigned char *)name, n, &bad);
+    if (why)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: lock name is not valid UTF-8: %s at byte %zu", why,
+                             bad);
+
+    rowlock_lock *l = calloc(1, sizeof *l);
+    if (!l)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "lock_new: out of memory");
+    l->client = c;
+    l->ops = ops;
+    memcpy(l->name, name, n + 1);
+    l->name_len = n;
+    quote_name(l->shown, sizeof l->shown, name);
+    *out = l;
+    return 0;
+}
+
+ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
+{
+    if (l == NULL)
+        return;
+    while (l->held > 0 && !l->lost) {
+        if (l->ops->release(l) != 0)
+            break;
+        l->held--;
+    }
+    free(l);
+}
+
+static int check_lease(rowlock_lock *l, const char *what, int64_t *lease_ms)
+{
+    if (*lease_ms == 0)
+        *lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
+    if (*lease_ms < 0 || *lease_ms > ROWLOCK_LEASE_MAX_MS)
+        return rowlock__fail(l->client, ROWLOCK_EINVALID, "%s %s (%s): lease %lld ms is out of range (1..%lld)", what,
+                             l->shown, l->ops->name, (long long)*lease_ms, (long long)ROWLOCK_LEASE_MAX_MS);
+    return 0;
+}
+
+/* The insert and optimistic strategies write rows that must commit on their
+ * own: inside an open transaction they would commit with it, or never. */
+static int check_autocommit(rowlock_lock *l, const char *what)
+{
+    if (l->ops->id == ROWLOCK_STRATEGY_FOR_UPDATE || !rowlock__db_in_transaction(l->client))
+        return 0;
+    return rowlock__fail(l->client, ROWLOCK_EINVALID,
+                         "%s %s (%s): the connection is inside a transaction (a for-update lock or the "
+                         "application's); lease locks must commit on their own",
+                         what, l->shown, l->ops->name);
+}
+
+ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    if (l == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(l->client);
+    int rc;
+    if (wait_ms < 0 && wait_ms != ROWLOCK_WAIT_FOREVER)
+        return rowlock__fail(l->client, ROWLOCK_EINVALID,
+                             "acquire %s (%s): wait %lld ms is negative (use 0 to try once or ROWLOCK_WAIT_FOREVER)",
+                             l->shown, l->ops->name, (long long)wait_ms);
+    if ((rc = check_lease(l, "acquire", &lease_ms)) || (rc = check_autocommit(l, "acquire")))
+        return rc;
+    if (l->lost) {
+        l->lost = 0;
+        l->held = 0;
+        l->token = 0;
+    }
+    uint64_t token = 0;
+    uint64_t before = l->token;
+    rc = l->ops->acquire(l, wait_ms, lease_ms);
+    (void)token;
+    if (rc == 0) {
+        if (l->held > 0 && l->token != before) {
+            /* Our earlier grant had lapsed and this is a new one. */
+            l->held = 0;
+        }
+        l->held++;
+    }
+    return rc;
+}
+
+ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
+{
+    if (l == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(l->client);
+    if (l->lost)
+        return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "release %s (%s): the lock was already lost", l->shown,
+                             l->ops->name);
+    if (l->held == 0)
+        return rowlock__fail(l->client, ROWLOCK_EINVALID, "release %s (%s): this handle does not hold the lock",
+                             l->shown, l->ops->name);
+    int rc = check_autocommit(l, "release");
+    if (rc)
+        return rc;
+    rc = l->ops->release(l);
+    if (rc == 0) {
+        if (--l->held == 0)
+            l->token = 0;
+    } else if (rc == ROWLOCK_ENOTOWNER) {
+        l->lost = 1;
+    }
+    return rc;
+}
+
+ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    if (l == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(l->client);
+    if (l->lost)
+        return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "renew %s (%s): the lock was already lost", l->shown,
+                             l->ops->name);
+    if (l->held == 0)
+        return rowlock__fail(l->client, ROWLOCK_EINVALID, "renew %s (%s): this handle does not hold the lock",
+                             l->shown, l->ops->name);
+    int rc;
+    if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
+        return rc;
+    rc = l->ops->renew(l, lease_ms);
+    if (rc == ROWLOCK_ENOTOWNER)
+        l->lost = 1;
+    return rc;
+}
+
+ROWLOCK_EXTERN uint64_t rowlock_lock_token(const rowlock_lock *l)
+{
+    return l && l->held && !l->lost ? l->token : 0;
+}
+
+ROWLOCK_EXTERN unsigned int rowlock_lock_held(const rowlock_lock *l)
+{
+    return l && !l->lost ? l->held : 0;
+}
+
+ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l)
+{
+    return l ? l->name : "";
+}
+
+ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l)
+{
+    return l ? l->ops->id : (rowlock_strategy)0;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info)
+{
+    memset(cols, 0, sizeof(rowlock__col) * ROWLOCK__ROW_NCOLS);
+    cols[0] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = info->name, .cap = sizeof info->name };
+    cols[1].type = ROWLOCK__T_I64;
+    cols[2] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = info->owner, .cap = sizeof info->owner };
+    cols[3].type = ROWLOCK__T_I64;
+    cols[4].type = ROWLOCK__T_U64;
+    for (int i = 5; i < ROWLOCK__ROW_NCOLS; i++)
+        cols[i].type = ROWLOCK__T_I64;
+}
+
+void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info)
+{
+    info->exists = 1;
+    info->strategy = (rowlock_strategy)cols[1].i;
+    info->count = (unsigned int)cols[3].i;
+    info->token = cols[4].u;
+    info->acquired_at_us = cols[5].i;
+    info->expires_at_us = cols[6].i;
+    info->expires_in_ms = cols[7].i;
+    info->held = (int)cols[8].i;
+    info->stale = (int)cols[9].i;
+}
+
+static void info_reset(rowlock_info *info)
+{
+    unsigned int v = info->version;
+    memset(info, 0, sizeof *info);
+    info->version = v;
+}
+
+int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
+{
+    rowlock__col cols[ROWLOCK__ROW_NCOLS];
+    info_reset(info);
+    rowlock__row_cols_init(cols, info);
+    rowlock__param p = RL_STR(name, name_len);
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "read lock row", SQL_ROW, 0, &p, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.rows == 0) {
+        info_reset(info);
+        rowlock__strlcpy(info->name, name, sizeof info->name);
+        return 0;
+    }
+    rowlock__row_cols_store(cols, info);
+    return 0;
+}
+
+int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
+{
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    char keep[ROWLOCK__ERRMSG_MAX];
+    memcpy(keep, l->client->errmsg, sizeof keep);
+    int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);
+    if (rc)
+        return rc;
+    if (info.exists && info.strategy != want) {
+        const char *other = rowlock_strategy_name(info.strategy);
+        return rowlock__fail(l->client, ROWLOCK_EINVALID,
+                             "acquire %s (%s): the name is managed by the %s strategy; use %s for it (a name "
+                             "changes strategy only after the reaper purges its row)",
+                             l->shown, l->ops->name, other ? other : "unknown", other ? other : "the same strategy");
+    }
+    if (info.exists && info.held && info.owner[0])
+        return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): held by %s for another %lld ms", l->shown,
+                             l->ops->name, info.owner, (long long)info.expires_in_ms);
+    if (keep[0])
+        return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): busy: %s", l->shown, l->ops->name, keep);
+    return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): held by another owner", l->shown, l->ops->name);
+}
+
+int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
+                       int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms))
+{
+    const int64_t start = rowlock__now_us();
+    const int64_t deadline = wait_ms == ROWLOCK_WAIT_FOREVER ? INT64_MAX : start + wait_ms * 1000;
+    int explained = 0;
+    for (unsigned n = 0;; n++) {
+        int64_t now = rowlock__now_us();
+        int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
+        int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms);
+        if (rc != ROWLOCK_EBUSY)
+            return rc;
+        now = rowlock__now_us();
+        if (!explained || now >= deadline) {
+            /* First loss: one read to tell "busy" from "wrong strategy"
+             * (which waiting cannot fix); the row's strategy only changes
+             * after a purge. At the end: a message naming the holder. */
+            rc = rowlock__explain_busy(l, l->ops->id);
+            if (rc != ROWLOCK_EBUSY || now >= deadline)
+                return rc;
+            explained = 1;
+        }
+        int64_t delay = rowlock__backoff_us(n, 500, 50000, rowlock__rand32(&l->client->rng));
+        if (delay > deadline - now)
+            delay = deadline - now; /* one last try exactly at the deadline */
+        rowlock__sleep_us(delay);
+    }
+}
+
+ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
+{
+    if (l == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(l->client);
+    if (info == NULL || info->version != ROWLOCK_INFO_VERSION)
+        return rowlock__fail(l->client, ROWLOCK_EINVALID,
+                             "inspect %s: info is NULL or its version is not ROWLOCK_INFO_VERSION", l->shown);
+    if (l->ops->inspect)
+        return l->ops->inspect(l, info);
+    return rowlock__row_read(l->client, l->name, l->name_len, info);
+}

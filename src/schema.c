@@ -1,0 +1,159 @@
+/*
+ * Schema versions and migrations. The migrations are the files of sql/,
+ * embedded at build time (cmake/embed_sql.cmake); this file applies the
+ * pending ones in order and records the version in rowlock_schema.
+ */
+#include "rowlock_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char SQL_VERSION[] = "SELECT version FROM rowlock_schema WHERE lock_table = ?";
+static const char SQL_SET_VERSION[] =
+    "INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, NOW(6)) "
+    "ON DUPLICATE KEY UPDATE version = VALUES(version), applied_at = VALUES(applied_at)";
+/* Serialises concurrent migrators of one table; released on commit of the
+ * last step or when the connection ends. */
+static const char SQL_MIGRATE_LOCK[] = "SELECT GET_LOCK(?, 60)";
+static const char SQL_MIGRATE_UNLOCK[] = "SELECT RELEASE_LOCK(?)";
+
+ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
+{
+    return rowlock__migration_count;
+}
+
+ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found)
+{
+    if (c == NULL || found == NULL)
+        return ROWLOCK_EINVALID;
+    *found = 0;
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    rowlock__res res;
+    rowlock__param p = RL_STR(c->table, strlen(c->table));
+    int rc = rowlock__db_exec(c, "schema check", SQL_VERSION, 0, &p, 1, &col, 1, NULL, NULL, &res);
+    if (rc == ROWLOCK_ESCHEMA)
+        return 0; /* no rowlock_schema table: nothing installed */
+    if (rc)
+        return rc;
+    if (res.rows > 0 && !col.is_null)
+        *found = (int)col.i;
+    return 0;
+}
+
+int rowlock__schema_check(rowlock_client *c)
+{
+    int found = 0;
+    int rc = rowlock_schema_version(c, &found);
+    if (rc)
+        return rc;
+    int expected = rowlock__migration_count;
+    if (found == expected)
+        return 0;
+    if (found > expected)
+        return rowlock__fail(c, ROWLOCK_ESCHEMA,
+                             "lock table `%s`: schema version %d found, this library (rowlock %s) knows up to %d: "
+                             "upgrade librowlock",
+                             c->table, found, ROWLOCK_VERSION_STRING, expected);
+    return rowlock__fail(c, ROWLOCK_ESCHEMA,
+                         "lock table `%s`: schema version %d found, %d expected%s: run `rowlock migrate`", c->table,
+                         found, expected, found == 0 ? " (not installed)" : "");
+}
+
+/* Run one migration file: statements end with ';' at the end of a line;
+ * lines starting with "--" are comments. */
+static int apply_file(rowlock_client *c, const rowlock__migration *m)
+{
+    char *text = strdup(m->sql);
+    if (!text)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "migrate: out of memory");
+    size_t cap = strlen(text) + 1, n = 0;
+    char *stmt = malloc(cap);
+    if (!stmt) {
+        free(text);
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "migrate: out of memory");
+    }
+    int rc = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
+        const char *t = line;
+        while (*t == ' ' || *t == '\t')
+            t++;
+        if (strncmp(t, "--", 2) == 0 || *t == '\0')
+            continue;
+        size_t len = strlen(line);
+        memcpy(stmt + n, line, len);
+        n += len;
+        stmt[n++] = '\n';
+        while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\r'))
+            len--;
+        if (len > 0 && line[len - 1] == ';') {
+            stmt[n] = '\0';
+            char what[96];
+            snprintf(what, sizeof what, "migrate %s", m->file);
+            rc = rowlock__db_simple(c, what, stmt);
+            n = 0;
+        }
+    }
+    free(stmt);
+    free(text);
+    return rc;
+}
+
+ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *from, int *to)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    int found = 0, rc;
+    if (flags & ROWLOCK_MIGRATE_DRY_RUN) {
+        if ((rc = rowlock_schema_version(c, &found)))
+            return rc;
+        if (from)
+            *from = found;
+        if (to)
+            *to = found > rowlock__migration_count ? found : rowlock__migration_count;
+        return found > rowlock__migration_count ? rowlock__schema_check(c) : 0;
+    }
+
+    char lockname[96];
+    snprintf(lockname, sizeof lockname, "rowlock.migrate.%s", c->table);
+    rowlock__param pl = RL_STR(lockname, strlen(lockname));
+    rowlock__col got = { .type = ROWLOCK__T_I64 };
+    rowlock__res res;
+    if ((rc = rowlock__db_exec(c, "migrate: lock", SQL_MIGRATE_LOCK, 0, &pl, 1, &got, 1, NULL, NULL, &res)))
+        return rc;
+    if (got.is_null || got.i != 1)
+        return rowlock__fail(c, ROWLOCK_EDB, "migrate: another migration of `%s` held its lock for 60 s", c->table);
+
+    if ((rc = rowlock_schema_version(c, &found)))
+        goto out;
+    if (from)
+        *from = found;
+    if (found > rowlock__migration_count) {
+        rc = rowlock__schema_check(c);
+        goto out;
+    }
+    for (int i = found; i < rowlock__migration_count; i++) {
+        const rowlock__migration *m = &rowlock__migrations[i];
+        if ((rc = apply_file(c, m)))
+            goto out;
+        rowlock__param pv[2] = { RL_STR(c->table, strlen(c->table)), RL_I64(m->number) };
+        if ((rc = rowlock__db_exec(c, "migrate: record version", SQL_SET_VERSION, 0, pv, 2, NULL, 0, NULL, NULL, NULL)))
+            goto out;
+        found = m->number;
+    }
+out:
+    if (to)
+        *to = found;
+    {
+        /* Keep the migration's error, not the unlock's. */
+        char keep[ROWLOCK__ERRMSG_MAX];
+        memcpy(keep, c->errmsg, sizeof keep);
+        rowlock__col ign = { .type = ROWLOCK__T_I64 };
+        (void)rowlock__db_exec(c, "migrate: unlock", SQL_MIGRATE_UNLOCK, 0, &pl, 1, &ign, 1, NULL, NULL, NULL);
+        if (rc)
+            memcpy(c->errmsg, keep, sizeof keep);
+    }
+    return rc;
+}

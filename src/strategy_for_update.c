@@ -1,0 +1,244 @@
+/*
+ * The for-update strategy: a transaction holds the name's row with
+ * SELECT ... FOR UPDATE until release commits it.
+ *
+ * SQL and round trips
+ *   acquire  2 round trips: START TRANSACTION, then LOCK_* below, which waits
+ *            in the server's row-lock queue (no client polling): NOWAIT for a
+ *            try, max_statement_time for a bounded wait (InnoDB's own lock
+ *            wait is whole seconds; the statement timer has microseconds),
+ *            or a year-long lock wait for "forever". The same statement takes
+ *            the fencing token from the table's sequence, after the row lock
+ *            is granted, so tokens follow grant order. Nothing is written:
+ *            the commit at release costs no redo-log flush, and a token
+ *            survives the holder's rollback because sequences are not
+ *            transactional. First use of a name: one extra INSERT IGNORE of
+ *            its row (autocommitted, outside any transaction).
+ *   release  1 round trip: COMMIT.
+ *   renew    1 round trip: DO 1 — there is no lease; it proves the session
+ *            (and so the row lock) is still alive.
+ * Holder crash: the server rolls the transaction back when it notices the
+ *   connection is gone, and the next waiter is granted at once; no lease, no
+ *   reaper. Rows are never purged (expires_at stays NULL).
+ * One client holds one for-update transaction: a second name on the same
+ *   client would share its fate (commit releases both), so it is refused.
+ * The application may run its own SQL in the lock's transaction on the same
+ *   connection; if it commits or rolls back, the lock is released with it and
+ *   rowlock_release() then says ENOTOWNER.
+ * Galera: FOR UPDATE locks rows on one node only; refused on wsrep_on=ON
+ *   unless the client declared ROWLOCK_CLIENT_SINGLE_NODE.
+ * Errors: 1205 (NOWAIT / lock wait timeout) and 1969 (statement timer) mean
+ *   busy; a lost connection at release means ENOTOWNER.
+ */
+#include "rowlock_int.h"
+
+#include <string.h>
+
+static const char LOCK_TRY[] =
+    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE NOWAIT";
+static const char LOCK_WAIT[] =
+    "SET STATEMENT max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
+    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE";
+static const char LOCK_FOREVER[] =
+    "SET STATEMENT innodb_lock_wait_timeout=100000000 FOR "
+    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE";
+static const char CREATE_ROW[] =
+    "INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
+/* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
+static const char PROBE[] = "SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
+static const char WSREP[] = "SELECT @@global.wsrep_on";
+
+static int check_cluster(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    if (c->wsrep_checked == 0) {
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        rowlock__res res;
+        int rc = rowlock__db_exec(c, "acquire (for-update): cluster check", WSREP, 0, NULL, 0, &col, 1, NULL, NULL,
+                                  &res);
+        if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */)
+            col.i = 0;
+        else if (rc)
+            return rc;
+        c->wsrep_checked = col.i ? 2 : 1;
+    }
+    if (c->wsrep_checked == 2 && !(c->flags & ROWLOCK_CLIENT_SINGLE_NODE))
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "acquire %s (for-update): the server is a Galera cluster node (wsrep_on=ON), where "
+                             "SELECT ... FOR UPDATE locks one node only; use the insert or optimistic strategy, or "
+                             "set ROWLOCK_CLIENT_SINGLE_NODE if all lock traffic goes to one node",
+                             l->shown);
+    return 0;
+}
+
+static int rollback(rowlock_client *c)
+{
+    char keep[ROWLOCK__ERRMSG_MAX];
+    unsigned int e = c->db_errno;
+    memcpy(keep, c->errmsg, sizeof keep);
+    (void)rowlock__db_simple(c, "rollback", "ROLLBACK");
+    memcpy(c->errmsg, keep, sizeof keep);
+    c->db_errno = e;
+    return 0;
+}
+
+static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    (void)lease_ms;
+    rowlock_client *c = l->client;
+    if (c->fu_count > 0) {
+        if (strcmp(c->fu_name, l->name) == 0) {
+            c->fu_count++; /* re-entry: the transaction already holds the row */
+            l->token = c->fu_token;
+            return 0;
+        }
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "acquire %s (for-update): this client already holds for-update lock '%.60s' in its "
+                             "transaction; use another client for a second for-update lock",
+                             l->shown, c->fu_name);
+    }
+    int rc = check_cluster(l);
+    if (rc)
+        return rc;
+    if (rowlock__db_in_transaction(c))
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "acquire %s (for-update): the connection is already inside a transaction; the lock "
+                             "starts its own",
+                             l->shown);
+
+    const int64_t start = rowlock__now_us();
+    for (int created = 0;; created = 1) {
+        if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "START TRANSACTION")))
+            return rc;
+        const char *sql = LOCK_FOREVER;
+        long variant = 0;
+        if (wait_ms == 0) {
+            sql = LOCK_TRY;
+        } else if (wait_ms != ROWLOCK_WAIT_FOREVER) {
+            int64_t left = wait_ms - (rowlock__now_us() - start) / 1000;
+            sql = LOCK_WAIT;
+            variant = (long)(left < 1 ? 1 : left);
+        }
+        rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 } };
+        rowlock__param p = RL_STR(l->name, l->name_len);
+        rowlock__res res;
+        rc = rowlock__db_exec(c, "acquire (for-update)", sql, variant, &p, 1, cols, 2, NULL, NULL, &res);
+        if (rc == ROWLOCK_EBUSY && wait_ms == ROWLOCK_WAIT_FOREVER) {
+            rollback(c);
+            created = 0;
+            continue; /* a year-long wait ended, or a deadlock victim: queue again */
+        }
+        if (rc) {
+            if (c->connected)
+                rollback(c);
+            if (rc == ROWLOCK_EBUSY)
+                return rowlock__fail(c, ROWLOCK_EBUSY,
+                                     "acquire %s (for-update): held by another transaction (waited %lld ms)",
+                                     l->shown, (long long)((rowlock__now_us() - start) / 1000));
+            return rc;
+        }
+        if (res.rows == 1 && cols[0].i != ROWLOCK_STRATEGY_FOR_UPDATE) {
+            rollback(c);
+            return rowlock__explain_busy(l, ROWLOCK_STRATEGY_FOR_UPDATE);
+        }
+        if (res.rows == 1) {
+            c->fu_count = 1;
+            memcpy(c->fu_name, l->name, l->name_len + 1);
+            c->fu_token = cols[1].u;
+            l->token = c->fu_token;
+            return 0;
+        }
+        /* No row yet: create it outside the transaction (a SELECT ... FOR
+         * UPDATE on a missing key would hold a gap lock), then queue again. */
+        rollback(c);
+        if (created)
+            return rowlock__fail(c, ROWLOCK_EDB, "acquire %s (for-update): the row vanished while creating it",
+                                 l->shown);
+        if ((rc = rowlock__db_exec(c, "acquire (for-update): create row", CREATE_ROW, 0, &p, 1, NULL, 0, NULL, NULL,
+                                   NULL)))
+            return rc;
+    }
+}
+
+static int lost(rowlock_lock *l, const char *what)
+{
+    rowlock_client *c = l->client;
+    c->fu_count = 0;
+    c->fu_name[0] = '\0';
+    return rowlock__fail(c, ROWLOCK_ENOTOWNER,
+                         "%s %s (for-update): not the owner any more: the transaction holding it ended "
+                         "(connection lost, or the application committed or rolled back)",
+                         what, l->shown);
+}
+
+static int fu_alive(rowlock_lock *l, const char *what)
+{
+    rowlock_client *c = l->client;
+    if (c->fu_count == 0 || strcmp(c->fu_name, l->name) != 0 || !c->connected || !rowlock__db_in_transaction(c))
+        return lost(l, what);
+    return 0;
+}
+
+static int fu_release(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    int rc = fu_alive(l, "release");
+    if (rc)
+        return rc;
+    if (c->fu_count > 1) {
+        c->fu_count--;
+        return 0;
+    }
+    rc = rowlock__db_simple(c, "release (for-update)", "COMMIT");
+    if (rc && !c->connected)
+        return lost(l, "release");
+    c->fu_count = 0;
+    c->fu_name[0] = '\0';
+    return rc;
+}
+
+static int fu_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    (void)lease_ms;
+    int rc = fu_alive(l, "renew");
+    if (rc)
+        return rc;
+    rc = rowlock__db_simple(l->client, "renew (for-update)", "DO 1");
+    if (rc && !l->client->connected)
+        return lost(l, "renew");
+    return rc ? rc : fu_alive(l, "renew");
+}
+
+static int fu_inspect(rowlock_lock *l, rowlock_info *info)
+{
+    rowlock_client *c = l->client;
+    int rc = rowlock__row_read(c, l->name, l->name_len, info);
+    if (rc || !info->exists || info->strategy != ROWLOCK_STRATEGY_FOR_UPDATE)
+        return rc;
+    if (c->fu_count > 0 && strcmp(c->fu_name, l->name) == 0) {
+        info->held = 1;
+        info->count = c->fu_count;
+        info->token = c->fu_token;
+        rowlock__strlcpy(info->owner, c->owner, sizeof info->owner);
+        return 0;
+    }
+    if (rowlock__db_in_transaction(c))
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "inspect %s (for-update): cannot probe from inside a transaction (it would keep the "
+                             "probe's lock)",
+                             l->shown);
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    rc = rowlock__db_exec(c, "inspect (for-update)", PROBE, 0, &p, 1, &col, 1, NULL, NULL, NULL);
+    if (rc == ROWLOCK_EBUSY) {
+        info->held = 1; /* someone's transaction holds the row; who is not recorded */
+        rowlock__clear_error(c);
+        return 0;
+    }
+    return rc;
+}
+
+const rowlock__strategy_ops rowlock__strategy_for_update = {
+    ROWLOCK__STRATEGY_OPS_VERSION, ROWLOCK_STRATEGY_FOR_UPDATE, "for-update",
+    fu_acquire, fu_release, fu_renew, fu_inspect,
+};

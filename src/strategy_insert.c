@@ -1,0 +1,132 @@
+/*
+ * The insert strategy: a row per lock name, claimed by a unique-key INSERT.
+ *
+ * SQL and round trips
+ *   acquire  1 round trip: ACQUIRE below. A new name inserts its row; an
+ *            existing row is taken over in the same statement (ON DUPLICATE
+ *            KEY UPDATE) when it is free or its lease ended by the server's
+ *            NOW(6); the same owner re-enters (count + 1). The outcome comes
+ *            back through LAST_INSERT_ID(expr), which the statement sets to the
+ *            grant's token, or to 0 when nothing was granted. A loser makes one
+ *            more read to learn whether the name belongs to another strategy,
+ *            then retries with backoff (lock.c) until its deadline.
+ *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the owner is cleared
+ *            and expires_at set to NOW(6); the row and its token stay).
+ *   renew    1 round trip: LEASE_RENEW, only while owner and token match and
+ *            the lease has not ended. A loser of release/renew makes one read
+ *            for the message.
+ * Holder crash: the row stays until its lease ends; then the next acquire
+ *   takes it over, or the reaper purges it after a grace period.
+ * Errors: 1205/1213 (two acquirers' INSERTs on one key, a deadlock between
+ *   waiters on a just-freed key) mean "busy, retry"; 1146 means the schema is
+ *   missing (ESCHEMA); anything else is EDB.
+ * Why ODKU assignments look the way they do: MySQL evaluates them left to
+ *   right with updated values, MariaDB's SIMULTANEOUS_ASSIGNMENT mode with old
+ *   ones. Every condition reads only columns not yet assigned, plus
+ *   LAST_INSERT_ID() (a session value), so both orders give the same row.
+ */
+#include "rowlock_int.h"
+
+#include <string.h>
+
+/* Params: name, owner, lease µs. Variant: lock-wait seconds (0 = try once). */
+static const char ACQUIRE[] =
+    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
+    "VALUES (?, 1, ?, 1, LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)), NOW(6), NOW(6) + INTERVAL ? MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE "
+    " token = IF(strategy <> 1, token + 0 * LAST_INSERT_ID(0),"
+    "          IF(owner IS NULL OR expires_at <= NOW(6), LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)),"
+    "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
+    " count = IF(LAST_INSERT_ID() = 0, count,"
+    "          IF(owner = VALUES(owner) AND expires_at > NOW(6), count + 1, 1)),"
+    " acquired_at = IF(LAST_INSERT_ID() = 0 OR (owner = VALUES(owner) AND expires_at > NOW(6)),"
+    "          acquired_at, NOW(6)),"
+    " expires_at = IF(LAST_INSERT_ID() = 0, expires_at,"
+    "          IF(owner = VALUES(owner) AND expires_at > NOW(6),"
+    "             GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at))),"
+    " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner))";
+
+/* Params: name, owner, token, strategy. Rows changed: 1 released, 0 lost. */
+static const char LEASE_RELEASE[] =
+    "UPDATE `{{table}}` SET "
+    " owner = IF(count <= 1, NULL, owner),"
+    " expires_at = IF(count <= 1, NOW(6), expires_at),"
+    " count = count - 1 "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
+
+/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
+static const char LEASE_RENEW[] =
+    "UPDATE `{{table}}` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > NOW(6)";
+
+static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000) };
+    rowlock__res res;
+    /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
+     * for the concurrent statement holding the row (normally microseconds;
+     * a for-update holder of a name we may not use holds it longer). */
+    long waits = remaining_ms == 0 ? 0 : 1000;
+    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 3, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.insert_id == 0)
+        return ROWLOCK_EBUSY;
+    l->token = res.insert_id;
+    return 0;
+}
+
+static int insert_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    return rowlock__wait_loop(l, wait_ms, lease_ms, insert_attempt);
+}
+
+int rowlock__explain_lost(rowlock_lock *l, const char *what)
+{
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);
+    if (rc)
+        return rc;
+    const char *why;
+    if (!info.exists)
+        why = "its row was purged (lease ended long ago)";
+    else if (info.token != l->token && info.owner[0])
+        why = "another owner took it after the lease ended";
+    else if (info.token != l->token || !info.owner[0] || strcmp(info.owner, l->client->owner) != 0)
+        why = "it was released (by an administrator or after the lease ended)";
+    else
+        why = "its lease had already ended";
+    return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "%s %s (%s): not the owner any more: %s", what, l->shown,
+                         l->ops->name, why);
+}
+
+int rowlock__lease_release(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token),
+                            RL_I64(l->ops->id) };
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "release", LEASE_RELEASE, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    return res.affected == 1 ? 0 : rowlock__explain_lost(l, "release");
+}
+
+int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                            RL_U64(l->token), RL_I64(l->ops->id) };
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "renew", LEASE_RENEW, 0, p, 5, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    return res.affected == 1 ? 0 : rowlock__explain_lost(l, "renew");
+}
+
+const rowlock__strategy_ops rowlock__strategy_insert = {
+    ROWLOCK__STRATEGY_OPS_VERSION, ROWLOCK_STRATEGY_INSERT, "insert",
+    insert_acquire, rowlock__lease_release, rowlock__lease_renew, NULL,
+};

@@ -1,0 +1,195 @@
+/* Small pure helpers: clocks, randomness, backoff, name checks. */
+#include "rowlock_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+int64_t rowlock__now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void rowlock__sleep_us(int64_t us)
+{
+    if (us <= 0)
+        return;
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+int rowlock__random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+/* splitmix64: cheap, good enough for jitter; seeded from getrandom. */
+uint32_t rowlock__rand32(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+/*
+ * "Equal jitter": half the exponential step is fixed, half random. Full
+ * jitter alone lets a waiter retry almost at once again and again; no jitter
+ * makes waiters that lost together retry together.
+ */
+int64_t rowlock__backoff_us(unsigned attempt, int64_t base_us, int64_t cap_us, uint32_t rnd)
+{
+    if (base_us < 1)
+        base_us = 1;
+    if (cap_us < base_us)
+        cap_us = base_us;
+    int64_t step = base_us;
+    for (unsigned i = 0; i < attempt && step < cap_us; i++)
+        step *= 2;
+    if (step > cap_us)
+        step = cap_us;
+    int64_t half = step / 2;
+    return half + (int64_t)(((uint64_t)rnd * (uint64_t)(step - half + 1)) >> 32);
+}
+
+const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t len;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            len = 2;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            len = 3;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            len = 4;
+            cp = c & 0x07;
+        } else {
+            if (bad_at)
+                *bad_at = i;
+            return (c == 0xc0 || c == 0xc1) ? "overlong UTF-8 encoding" : "invalid UTF-8 lead byte";
+        }
+        if (i + len > n) {
+            if (bad_at)
+                *bad_at = i;
+            return "truncated UTF-8 sequence";
+        }
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) {
+                if (bad_at)
+                    *bad_at = i;
+                return "invalid UTF-8 continuation byte";
+            }
+            cp = (cp << 6) | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000)) {
+            if (bad_at)
+                *bad_at = i;
+            return "overlong UTF-8 encoding";
+        }
+        if (cp >= 0xd800 && cp <= 0xdfff) {
+            if (bad_at)
+                *bad_at = i;
+            return "UTF-16 surrogate encoded in UTF-8";
+        }
+        if (cp > 0x10ffff) {
+            if (bad_at)
+                *bad_at = i;
+            return "code point above U+10FFFF";
+        }
+        i += len;
+    }
+    return NULL;
+}
+
+int rowlock__table_name_check(const char *t)
+{
+    if (t == NULL || *t == '\0')
+        return ROWLOCK_EINVALID;
+    size_t n = 0;
+    for (const char *p = t; *p; p++, n++) {
+        char ch = *p;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_'))
+            return ROWLOCK_EINVALID;
+    }
+    return n <= ROWLOCK_TABLE_MAX ? 0 : ROWLOCK_EINVALID;
+}
+
+size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)
+{
+    size_t n = strlen(src);
+    if (cap > 0) {
+        size_t k = n < cap - 1 ? n : cap - 1;
+        memcpy(dst, src, k);
+        dst[k] = '\0';
+    }
+    return n;
+}
+
+ROWLOCK_EXTERN int rowlock_name_check(const char *name, const char **why)
+{
+    const char *reason = NULL;
+    if (name == NULL)
+        reason = "lock name is NULL";
+    else if (name[0] == '\0')
+        reason = "lock name is empty";
+    else if (strlen(name) > ROWLOCK_NAME_MAX)
+        reason = "lock name is longer than 255 bytes";
+    else
+        reason = rowlock__utf8_check((const unsigned char *)name, strlen(name), NULL);
+    if (why)
+        *why = reason;
+    return reason ? ROWLOCK_EINVALID : 0;
+}
+
+ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s)
+{
+    switch (s) {
+    case ROWLOCK_STRATEGY_INSERT: return "insert";
+    case ROWLOCK_STRATEGY_FOR_UPDATE: return "for-update";
+    case ROWLOCK_STRATEGY_OPTIMISTIC: return "optimistic";
+    }
+    return NULL;
+}
+
+ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name)
+{
+    static const rowlock_strategy all[] = { ROWLOCK_STRATEGY_INSERT, ROWLOCK_STRATEGY_FOR_UPDATE,
+                                            ROWLOCK_STRATEGY_OPTIMISTIC };
+    if (out == NULL || name == NULL)
+        return ROWLOCK_EINVALID;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, rowlock_strategy_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return ROWLOCK_EINVALID;
+}
+
+ROWLOCK_EXTERN const char *rowlock_version(void)
+{
+    return ROWLOCK_VERSION_STRING;
+}
