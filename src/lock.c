@@ -11,6 +11,67 @@
 
 static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
 
+/*
+ * Wake-up hints for the lease strategies (insert, optimistic).
+ *
+ * A waiter must learn of a release without hammering the server. Each holder
+ * of a lease lock also holds a server-side named lock, GET_LOCK(hint), where
+ * hint is derived from the table and lock name. A waiter that lost blocks in
+ * GET_LOCK(hint, up to 2 s) instead of sleeping; the holder's release frees the
+ * hint right after the row, the server wakes the first queued waiter (FIFO),
+ * which retries the row at once and, if it wins, already holds the hint for
+ * its own waiters. The row stays the only truth: a hint can be missing (a
+ * crashed holder's session is gone; GET_LOCK is node-local on Galera) or
+ * shared by two names (a 64-bit hash), and then waiters fall back to the
+ * capped exponential backoff. Costs one round trip at a fresh grant and one at
+ * the final release.
+ */
+static const char SQL_HINT_TAKE[] = "SELECT GET_LOCK(?, 0)";
+static const char SQL_HINT_WAIT[] = "SELECT GET_LOCK(?, ?)";
+static const char SQL_HINT_DROP[] = "SELECT RELEASE_LOCK(?)";
+
+static int uses_hint(const rowlock_lock *l)
+{
+    return l->ops->id != ROWLOCK_STRATEGY_FOR_UPDATE;
+}
+
+static void hint_name(rowlock_lock *l)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over table NUL name */
+    const char *parts[2] = { l->client->table, l->name };
+    for (int k = 0; k < 2; k++) {
+        for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++)
+            h = (h ^ *p) * 0x100000001b3ULL;
+        h = (h ^ 0) * 0x100000001b3ULL;
+    }
+    snprintf(l->hint, sizeof l->hint, "rowlock.%016llx", (unsigned long long)h);
+}
+
+/* Hint calls never fail the lock operation: errors are swallowed and the
+ * caller's message is kept. Returns GET_LOCK's result: 1 got it, 0 timed
+ * out, -1 error. */
+static int hint_call(rowlock_lock *l, const char *sql, double wait_s)
+{
+    rowlock_client *c = l->client;
+    char keep[ROWLOCK__ERRMSG_MAX];
+    memcpy(keep, c->errmsg, sizeof keep);
+    rowlock__param p[2] = { RL_STR(l->hint, strlen(l->hint)), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    int rc = rowlock__db_exec(c, "hint", sql, 0, p, sql == SQL_HINT_WAIT ? 2 : 1, &col, 1, NULL, NULL, NULL);
+    memcpy(c->errmsg, keep, sizeof keep);
+    if (rc || col.is_null)
+        return -1;
+    return col.i == 1 ? 1 : 0;
+}
+
+static void hint_drop(rowlock_lock *l)
+{
+    if (l->hint_held) {
+        (void)hint_call(l, SQL_HINT_DROP, 0);
+        l->hint_held = 0;
+    }
+}
+
 static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
 {
     switch (s) {
@@ -76,6 +137,7 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     memcpy(l->name, name, n + 1);
     l->name_len = n;
     quote_name(l->shown, sizeof l->shown, name);
+    hint_name(l);
     *out = l;
     return 0;
 }
@@ -89,6 +151,8 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
             break;
         l->held--;
     }
+    if (l->client->connected)
+        hint_drop(l);
     free(l);
 }
 
@@ -131,16 +195,18 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         l->held = 0;
         l->token = 0;
     }
-    uint64_t token = 0;
     uint64_t before = l->token;
     rc = l->ops->acquire(l, wait_ms, lease_ms);
-    (void)token;
     if (rc == 0) {
         if (l->held > 0 && l->token != before) {
             /* Our earlier grant had lapsed and this is a new one. */
             l->held = 0;
         }
         l->held++;
+        if (uses_hint(l) && !l->hint_held)
+            l->hint_held = hint_call(l, SQL_HINT_TAKE, 0) == 1;
+    } else if (l->held == 0) {
+        hint_drop(l);
     }
     return rc;
 }
@@ -161,10 +227,13 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
         return rc;
     rc = l->ops->release(l);
     if (rc == 0) {
-        if (--l->held == 0)
+        if (--l->held == 0) {
             l->token = 0;
+            hint_drop(l);
+        }
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        hint_drop(l);
     }
     return rc;
 }
@@ -184,8 +253,10 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
     if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
         return rc;
     rc = l->ops->renew(l, lease_ms);
-    if (rc == ROWLOCK_ENOTOWNER)
+    if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        hint_drop(l);
+    }
     return rc;
 }
 
@@ -289,25 +360,49 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms))
 {
     const int64_t start = rowlock__now_us();
-    const int64_t deadline = wait_ms == ROWLOCK_WAIT_FOREVER ? INT64_MAX : start + wait_ms * 1000;
+    /* Waits beyond a year are "forever" (and cannot overflow). */
+    const int64_t deadline =
+        wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
     int explained = 0;
+    char why[ROWLOCK__ERRMSG_MAX];
     for (unsigned n = 0;; n++) {
         int64_t now = rowlock__now_us();
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
         int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms);
         if (rc != ROWLOCK_EBUSY)
             return rc;
-        now = rowlock__now_us();
-        if (!explained || now >= deadline) {
+        if (!explained) {
             /* First loss: one read to tell "busy" from "wrong strategy"
-             * (which waiting cannot fix); the row's strategy only changes
-             * after a purge. At the end: a message naming the holder. */
+             * (which waiting cannot fix; a row's strategy only changes after
+             * a purge) and to name the holder in the final message. */
             rc = rowlock__explain_busy(l, l->ops->id);
-            if (rc != ROWLOCK_EBUSY || now >= deadline)
+            if (rc != ROWLOCK_EBUSY)
                 return rc;
+            memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
         }
+        now = rowlock__now_us();
+        if (now >= deadline) {
+            memcpy(l->client->errmsg, why, sizeof why);
+            return ROWLOCK_EBUSY;
+        }
+        if (l->hint_held) {
+            /* We were woken (or found no holder of the hint) and still lost:
+             * someone barged in or holds the row without a hint. Let the
+             * hint go and back off, so waiters do not spin. */
+            hint_drop(l);
+        } else {
+            int64_t wait_us = deadline - now;
+            if (wait_us > 2000000)
+                wait_us = 2000000;
+            int got = wait_us > 0 ? hint_call(l, SQL_HINT_WAIT, (double)wait_us / 1e6) : -1;
+            if (got == 1)
+                l->hint_held = 1; /* woken by a release: retry at once */
+            if (got >= 0)
+                continue;         /* the wait happened on the server */
+        }
         int64_t delay = rowlock__backoff_us(n, 500, 50000, rowlock__rand32(&l->client->rng));
+        now = rowlock__now_us();
         if (delay > deadline - now)
             delay = deadline - now; /* one last try exactly at the deadline */
         rowlock__sleep_us(delay);

@@ -188,6 +188,8 @@ struct rowlock_lock {
     int lost;            /* release/renew found it gone: sticky ENOTOWNER until
                             the next acquire */
     char shown[4 * ROWLOCK_NAME_MAX + 3]; /* the name quoted for messages */
+    char hint[40];       /* GET_LOCK name used as a wake-up hint (lock.c) */
+    int hint_held;       /* this session holds the hint lock for this handle */
 };
 
 /*

@@ -15,6 +15,9 @@
  *   renew    1 round trip: LEASE_RENEW, only while owner and token match and
  *            the lease has not ended. A loser of release/renew makes one read
  *            for the message.
+ *   + hints  lock.c adds one round trip after a fresh grant (GET_LOCK of the
+ *            wake-up hint) and one after the final release (RELEASE_LOCK), so
+ *            waiters block in the server instead of polling.
  * Holder crash: the row stays until its lease ends; then the next acquire
  *   takes it over, or the reaper purges it after a grace period.
  * Errors: 1205/1213 (two acquirers' INSERTs on one key, a deadlock between

@@ -14,6 +14,8 @@
  *            expired row), REENTER (our own live row) or CREATE (no row yet).
  *   release  1 round trip (lease row, shared with insert: LEASE_RELEASE).
  *   renew    1 round trip (LEASE_RENEW).
+ *   + hints  one round trip at a fresh grant, one at the final release (the
+ *            wake-up hint, lock.c).
  * Holder crash: as insert — the lease ends, the next claim takes the row.
  * Errors: a duplicate key on CREATE (another creator won) and 1205/1213
  *   mean busy; 1146 is ESCHEMA; others EDB.
