@@ -18,7 +18,7 @@
  *    different threads concurrently. The library keeps no global mutable
  *    state after rowlock_library_init().
  *  - Time: whether a lease has ended is decided by the database server's
- *    clock (NOW(6)), never by this process's clock. Waits (wait_ms) are
+ *    clock (UTC_TIMESTAMP(6), in UTC whatever the session time zone), never by this process's clock. Waits (wait_ms) are
  *    measured on this process's monotonic clock.
  *  - Blocking: every call that talks to the server blocks for at most the
  *    round trips it documents, each bounded by the client's read/write
@@ -392,7 +392,7 @@ typedef struct rowlock_info {
     unsigned int count;         /**< re-entrant hold count */
     int64_t acquired_at_us;     /**< grant time, server clock, µs since the epoch (UTC); 0 unknown */
     int64_t expires_at_us;      /**< lease end, same clock; 0 if none */
-    int64_t expires_in_ms;      /**< lease end minus the server's NOW(6); negative once ended */
+    int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended */
     char name[ROWLOCK_NAME_MAX + 1];
     char owner[ROWLOCK_OWNER_MAX + 1]; /**< "" if unknown or free */
 } rowlock_info;
@@ -463,8 +463,8 @@ typedef struct rowlock_reap_stats {
  * condition is re-checked by the server inside each deleting statement, so
  * a lock renewed or re-acquired meanwhile survives; rows locked by a live
  * transaction are skipped. Safe to run from several hosts at once. Tokens
- * stay strictly increasing after a purge (they come from a sequence, not
- * from the row).
+ * stay strictly increasing after a purge (they come from a sequence and the
+ * server's clock, not from the row alone).
  * @return 0, ROWLOCK_EINVALID (bad options), ROWLOCK_EDB.
  * Blocks up to max_ms plus one batch.
  */

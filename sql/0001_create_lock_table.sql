@@ -15,10 +15,11 @@ CREATE TABLE IF NOT EXISTS rowlock_schema (
   PRIMARY KEY (lock_table)
 ) ENGINE=InnoDB;
 
--- Fencing tokens for every strategy. A sequence, not a per-row counter, so
--- tokens keep increasing after the reaper deletes a row, after a holder's
--- transaction rolls back (for-update writes no row), and across restarts
--- (a cached block is persisted before any value in it is handed out).
+-- Fencing tokens for every strategy: a token is GREATEST(row token + 1, this
+-- sequence, the server's UTC clock in microseconds). The sequence keeps tokens
+-- increasing after the reaper deletes a row and after a holder's transaction
+-- rolls back (for-update writes no row); the clock covers a server crash,
+-- which can lose the sequence's last cached block.
 CREATE SEQUENCE IF NOT EXISTS `{{table}}_token`
   START WITH 1 INCREMENT BY 1 MINVALUE 1 NO MAXVALUE CACHE 1000 ENGINE=InnoDB;
 
@@ -33,7 +34,7 @@ CREATE SEQUENCE IF NOT EXISTS `{{table}}_token`
 --   count        re-entrant hold count of owner; 0 when free.
 --   token        the last fencing token granted (for optimistic: the version
 --                compared by the CAS UPDATE).
---   acquired_at, expires_at  server clock (NOW(6)). A released row keeps
+--   acquired_at, expires_at  server clock in UTC (UTC_TIMESTAMP(6)). A released row keeps
 --                expires_at = the release time, so the reaper can purge it.
 --   attrs        reserved for later features (waiter queue, lease hints).
 CREATE TABLE IF NOT EXISTS `{{table}}` (

@@ -15,23 +15,23 @@
 #include <string.h>
 
 static const char LIST_HELD[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > NOW(6) ORDER BY name";
+    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY name";
 static const char LIST_STALE[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= NOW(6) ORDER BY name";
+    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
 
 /* Params: name, owner, token. Only clears exactly the grant that was read. */
 static const char FORCE_RELEASE[] =
-    "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = NOW(6) "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy IN (1, 3) AND expires_at > NOW(6)";
+    "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy IN (1, 3) AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: grace µs. */
 static const char REAP_SURVEY[] =
-    "SELECT COUNT(*), IFNULL(FLOOR(UNIX_TIMESTAMP(MIN(expires_at))*1000000),0) FROM `{{table}}` "
-    "WHERE expires_at < NOW(6) - INTERVAL ? MICROSECOND";
+    "SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
+    "WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 /* Params: grace µs, batch. */
 static const char REAP_DELETE[] =
     "SET STATEMENT innodb_lock_wait_timeout=1 FOR "
-    "DELETE FROM `{{table}}` WHERE expires_at < NOW(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
+    "DELETE FROM `{{table}}` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
 
 struct list_ctx {
     rowlock__col cols[ROWLOCK__ROW_NCOLS];

@@ -224,13 +224,27 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
  * something other than ROWLOCK_EBUSY or the deadline passes. */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms));
+/*
+ * A new fencing token: the later of the table's sequence and the server's
+ * UTC clock in microseconds. The sequence alone is not enough: its cached
+ * block is written without a log flush, so a server crash can hand out a
+ * value again, and the for-update strategy commits nothing that would flush
+ * it. The clock alone is not enough either: it may step back while the server
+ * runs. Grants of one name are at least a round trip apart, so the clock part
+ * moves on between them; row-based strategies also take GREATEST with the
+ * row's token + 1. Strictly increasing per name unless the server's clock
+ * steps back across a crash.
+ */
+#define ROWLOCK__NEW_TOKEN \
+    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)))"
+
 /* Column list and conversion used by every read of a whole row. */
 #define ROWLOCK__ROW_COLUMNS                                                              \
     "name, strategy, IFNULL(owner,''), count, token, "                                   \
-    "IFNULL(FLOOR(UNIX_TIMESTAMP(acquired_at)*1000000),0), "                              \
-    "IFNULL(FLOOR(UNIX_TIMESTAMP(expires_at)*1000000),0), "                               \
-    "IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at)/1000),0), "             \
-    "owner IS NOT NULL AND expires_at > NOW(6), owner IS NOT NULL AND expires_at <= NOW(6)"
+    "IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', acquired_at),0), "                              \
+    "IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', expires_at),0), "                               \
+    "IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)/1000),0), "             \
+    "owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6)"
 #define ROWLOCK__ROW_NCOLS 10
 void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info);
 void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);

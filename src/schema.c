@@ -11,7 +11,7 @@
 
 static const char SQL_VERSION[] = "SELECT version FROM rowlock_schema WHERE lock_table = ?";
 static const char SQL_SET_VERSION[] =
-    "INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, NOW(6)) "
+    "INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6)) "
     "ON DUPLICATE KEY UPDATE version = VALUES(version), applied_at = VALUES(applied_at)";
 /* Serialises concurrent migrators of one table; released on commit of the
  * last step or when the connection ends. */

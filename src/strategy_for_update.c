@@ -12,7 +12,8 @@
  *            is granted, so tokens follow grant order. Nothing is written:
  *            the commit at release costs no redo-log flush, and a token
  *            survives the holder's rollback because sequences are not
- *            transactional. First use of a name: one extra INSERT IGNORE of
+ *            transactional, and the clock part covers a server crash (see
+ *            ROWLOCK__NEW_TOKEN in rowlock_int.h). First use of a name: one extra INSERT IGNORE of
  *            its row (autocommitted, outside any transaction).
  *   release  1 round trip: COMMIT.
  *   renew    1 round trip: DO 1 — there is no lease; it proves the session
@@ -34,14 +35,20 @@
 
 #include <string.h>
 
+/* The token's clock part must be read when the row lock is granted, not when
+ * the statement started waiting: SYSDATE(6) (evaluated per row, after the
+ * lock) in UTC, rather than the statement-constant UTC_TIMESTAMP(6). */
+#define FU_TOKEN \
+    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', SYSDATE(6)))"
 static const char LOCK_TRY[] =
-    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE NOWAIT";
+    "SET STATEMENT time_zone='+00:00' FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE NOWAIT";
 static const char LOCK_WAIT[] =
-    "SET STATEMENT max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
-    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE";
+    "SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char LOCK_FOREVER[] =
-    "SET STATEMENT innodb_lock_wait_timeout=100000000 FOR "
-    "SELECT strategy, NEXTVAL(`{{table}}_token`) FROM `{{table}}` WHERE name = ? FOR UPDATE";
+    "SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char CREATE_ROW[] =
     "INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
 /* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
@@ -171,6 +178,13 @@ static int lost(rowlock_lock *l, const char *what)
                          what, l->shown);
 }
 
+/* The session holding the transaction is gone (our connection or a wrapped
+ * one): the server has rolled it back, so the lock is gone too. */
+static int session_lost(rowlock_client *c, int rc)
+{
+    return rc != 0 && (!c->connected || rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN);
+}
+
 static int fu_alive(rowlock_lock *l, const char *what)
 {
     rowlock_client *c = l->client;
@@ -190,7 +204,7 @@ static int fu_release(rowlock_lock *l)
         return 0;
     }
     rc = rowlock__db_simple(c, "release (for-update)", "COMMIT");
-    if (rc && !c->connected)
+    if (session_lost(c, rc))
         return lost(l, "release");
     c->fu_count = 0;
     c->fu_name[0] = '\0';
@@ -204,7 +218,7 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
     if (rc)
         return rc;
     rc = rowlock__db_simple(l->client, "renew (for-update)", "DO 1");
-    if (rc && !l->client->connected)
+    if (session_lost(l->client, rc))
         return lost(l, "renew");
     return rc ? rc : fu_alive(l, "renew");
 }

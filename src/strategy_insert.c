@@ -5,13 +5,13 @@
  *   acquire  1 round trip: ACQUIRE below. A new name inserts its row; an
  *            existing row is taken over in the same statement (ON DUPLICATE
  *            KEY UPDATE) when it is free or its lease ended by the server's
- *            NOW(6); the same owner re-enters (count + 1). The outcome comes
+ *            UTC_TIMESTAMP(6); the same owner re-enters (count + 1). The outcome comes
  *            back through LAST_INSERT_ID(expr), which the statement sets to the
  *            grant's token, or to 0 when nothing was granted. A loser makes one
  *            more read to learn whether the name belongs to another strategy,
  *            then retries with backoff (lock.c) until its deadline.
  *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the owner is cleared
- *            and expires_at set to NOW(6); the row and its token stay).
+ *            and expires_at set to UTC_TIMESTAMP(6); the row and its token stay).
  *   renew    1 round trip: LEASE_RENEW, only while owner and token match and
  *            the lease has not ended. A loser of release/renew makes one read
  *            for the message.
@@ -36,17 +36,17 @@
 static const char ACQUIRE[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
-    "VALUES (?, 1, ?, 1, LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)), NOW(6), NOW(6) + INTERVAL ? MICROSECOND) "
+    "VALUES (?, 1, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "ON DUPLICATE KEY UPDATE "
     " token = IF(strategy <> 1, token + 0 * LAST_INSERT_ID(0),"
-    "          IF(owner IS NULL OR expires_at <= NOW(6), LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)),"
+    "          IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
     " count = IF(LAST_INSERT_ID() = 0, count,"
-    "          IF(owner = VALUES(owner) AND expires_at > NOW(6), count + 1, 1)),"
-    " acquired_at = IF(LAST_INSERT_ID() = 0 OR (owner = VALUES(owner) AND expires_at > NOW(6)),"
-    "          acquired_at, NOW(6)),"
+    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6), count + 1, 1)),"
+    " acquired_at = IF(LAST_INSERT_ID() = 0 OR (owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6)),"
+    "          acquired_at, UTC_TIMESTAMP(6)),"
     " expires_at = IF(LAST_INSERT_ID() = 0, expires_at,"
-    "          IF(owner = VALUES(owner) AND expires_at > NOW(6),"
+    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6),"
     "             GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at))),"
     " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner))";
 
@@ -54,14 +54,14 @@ static const char ACQUIRE[] =
 static const char LEASE_RELEASE[] =
     "UPDATE `{{table}}` SET "
     " owner = IF(count <= 1, NULL, owner),"
-    " expires_at = IF(count <= 1, NOW(6), expires_at),"
+    " expires_at = IF(count <= 1, UTC_TIMESTAMP(6), expires_at),"
     " count = count - 1 "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
 
 /* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
 static const char LEASE_RENEW[] =
-    "UPDATE `{{table}}` SET expires_at = NOW(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > NOW(6)";
+    "UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms)
 {

@@ -6,7 +6,7 @@
  * the server in the same statement, the row is free or its lease ended):
  * exactly one of several concurrent claimers changes the row; the others see
  * 0 rows changed and retry with backoff until their deadline. The new version
- * comes from the table's token sequence rather than version + 1, so it keeps
+ * is GREATEST(version + 1, a new token) (rowlock_int.h), so it also keeps
  * increasing after the reaper deletes the row: it is the fencing token.
  *
  * SQL and round trips
@@ -27,21 +27,21 @@
 /* Params: owner, lease µs, name, version read. */
 static const char CLAIM[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
-    "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)),"
-    " acquired_at = NOW(6), expires_at = NOW(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= NOW(6))";
+    "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    " acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))";
 
 /* Params: lease µs, name, version, owner. */
 static const char REENTER[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
-    "UPDATE `{{table}}` SET count = count + 1, expires_at = GREATEST(expires_at, NOW(6) + INTERVAL ? MICROSECOND) "
-    "WHERE name = ? AND token = ? AND owner = ? AND strategy = 3 AND expires_at > NOW(6)";
+    "UPDATE `{{table}}` SET count = count + 1, expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "WHERE name = ? AND token = ? AND owner = ? AND strategy = 3 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: name, owner, lease µs. */
 static const char CREATE[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
-    "VALUES (?, 3, ?, 1, LAST_INSERT_ID(NEXTVAL(`{{table}}_token`)), NOW(6), NOW(6) + INTERVAL ? MICROSECOND)";
+    "VALUES (?, 3, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
 
 static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms)
 {

@@ -1,0 +1,22 @@
+# The command-line tools (rowlock, rowlock-reaper) end to end: tests/test_cli.sh
+# runs the built binaries against the shared sandbox server (its own lock
+# tables cli_*), and starts a private sandbox for the "server stopped" case.
+# Included from tests/CMakeLists.txt, which defines ROWLOCK_SANDBOX_SCRIPT,
+# ROWLOCK_SANDBOX_DIR, ROWLOCK_TEST_DEFAULTS_FILE and the `sandbox` fixture.
+
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  if(DEFINED ROWLOCK_TEST_DEFAULTS_FILE)
+    set(_cli_defaults_file ${ROWLOCK_TEST_DEFAULTS_FILE})
+  else()
+    set(_cli_defaults_file ${ROWLOCK_SANDBOX_DIR}/my.cnf)
+  endif()
+  add_test(NAME cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh)
+  set_tests_properties(cli PROPERTIES
+    LABELS "db"
+    FIXTURES_REQUIRED sandbox
+    ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT};ROWLOCK_DEFAULTS_FILE=${_cli_defaults_file}"
+    # It starts a private mariadbd for a while: one such test at a time.
+    RESOURCE_LOCK rowlock_private_server
+    TIMEOUT 900)
+  unset(_cli_defaults_file)
+endif()

@@ -1,0 +1,804 @@
+/*
+ * The behaviour every strategy shares, run once per strategy:
+ *     test_behaviour insert | for-update | optimistic   [cmocka filter]
+ *
+ * Each run uses its own lock table (t_behaviour_<strategy>), dropped and
+ * migrated afresh at start, so the three runs (and the other test programs)
+ * can share one server in parallel.
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static rowlock_strategy S;
+static const char *SN; /* "insert", "for-update", "optimistic" */
+static char TABLE[64];
+
+static int lease_based(void)
+{
+    return S != ROWLOCK_STRATEGY_FOR_UPDATE;
+}
+
+static rowlock_lock *L(rowlock_client *c, const char *name)
+{
+    return tu_lock(c, name, S);
+}
+
+static rowlock_client *C(void)
+{
+    return tu_client(TABLE);
+}
+
+/* B's try on a name must say EBUSY, name the lock and the strategy. */
+static void expect_busy(rowlock_lock *l, rowlock_client *c)
+{
+    int rc = rowlock_acquire(l, 0, TU_LEASE_LONG);
+    assert_rc(rc, ROWLOCK_EBUSY, c);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_int_equal(rowlock_lock_token(l), 0);
+    assert_msg_has(c, SN);
+}
+
+static void expect_free(rowlock_lock *l, rowlock_client *c)
+{
+    assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, c);
+    assert_int_equal(rowlock_lock_held(l), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(rowlock_lock_held(l), 0);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tu_setup(NULL);
+    tu_table_fresh(NULL, TABLE);
+    tu_teardown(NULL);
+    return 0;
+}
+
+/* ---- basics ------------------------------------------------------------------------- */
+
+static void test_acquire_release__grants_a_token_and_frees_the_lock_for_others(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "basic"), *lb = L(b, "basic");
+    uint64_t ta;
+
+    assert_int_equal(rowlock_lock_strategy(la), S);
+    assert_string_equal(rowlock_lock_name(la), "basic");
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 1);
+    ta = rowlock_lock_token(la);
+    assert_true(ta > 0);
+    expect_busy(lb, b);
+    assert_msg_has(b, "basic");
+
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    assert_int_equal(rowlock_lock_token(la), 0);
+
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(lb) > ta);
+    expect_busy(la, a);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
+static void test_try_acquire__on_a_lock_held_by_another_client_is_busy_at_once(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "try"), *lb = L(b, "try");
+    double worst = 0;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    for (int i = 0; i < 5; i++) {
+        double ms;
+        int rc;
+        TU_TIMED(ms, rc = rowlock_acquire(lb, 0, TU_LEASE_LONG));
+        assert_rc(rc, ROWLOCK_EBUSY, b);
+        if (ms > worst)
+            worst = ms;
+    }
+    if (worst > TU_FAST_MS)
+        fail_msg("a try-once on a held lock took %.1f ms (bound %d ms)", worst, TU_FAST_MS);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* ---- waiting --------------------------------------------------------------------------- */
+
+typedef struct wait_shared {
+    volatile int64_t t_release_start; /* monotonic µs, same clock in every process */
+    volatile int64_t t_release_end;
+    volatile uint64_t token;
+} wait_shared;
+
+static tu_pipe hold_pipe;
+
+/* Takes "waitrel", tells the parent, keeps it ~300 ms, releases. */
+static int holder_releasing_after_300ms(void *arg, int idx)
+{
+    wait_shared *sh = arg;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_lock *l = NULL;
+    int rc;
+    (void)idx;
+    if (c == NULL)
+        return 10;
+    lo.strategy = S;
+    if (rowlock_lock_new(&l, c, "waitrel", &lo) != 0)
+        return 11;
+    rc = rowlock_acquire(l, 0, TU_LEASE_LONG);
+    if (rc != 0) {
+        fprintf(stderr, "holder: acquire: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 12;
+    }
+    sh->token = rowlock_lock_token(l);
+    tu_signal(&hold_pipe, 'A');
+    tu_sleep_ms(300);
+    sh->t_release_start = tu_now_us();
+    rc = rowlock_release(l);
+    sh->t_release_end = tu_now_us();
+    if (rc != 0) {
+        fprintf(stderr, "holder: release: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 13;
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_wait__succeeds_when_the_holder_releases_and_not_before(void **state)
+{
+    (void)state;
+    wait_shared *sh = tu_shm(sizeof *sh);
+    rowlock_client *b = C();
+    rowlock_lock *lb = L(b, "waitrel");
+    pid_t pid;
+    int64_t t0, t1, rel;
+    int rc;
+
+    tu_pipe_open(&hold_pipe);
+    pid = tu_fork(holder_releasing_after_300ms, sh, 0);
+    if (tu_await(&hold_pipe, 30000) != 'A')
+        fail_msg("the holder process did not get the lock (exit %d)", tu_wait(pid, 1000));
+    t0 = tu_now_us();
+    rc = rowlock_acquire(lb, 5000, TU_LEASE_LONG);
+    t1 = tu_now_us();
+    rel = sh->t_release_start;
+    assert_rc(rc, 0, b);
+    if (rel == 0 || t1 < rel)
+        fail_msg("the waiter was granted the lock before the holder started releasing it");
+    if ((t1 - t0) / 1000 > 5000 + TU_SLACK_MS)
+        fail_msg("the wait took %lld ms", (long long)(t1 - t0) / 1000);
+    assert_true(rowlock_lock_token(lb) > sh->token);
+    assert_int_equal(tu_wait(pid, 30000), 0);
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_pipe_close(&hold_pipe);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+static void test_wait__times_out_within_its_bound(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "waitbound"), *lb = L(b, "waitbound");
+    double ms;
+    int rc;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    TU_TIMED(ms, rc = rowlock_acquire(lb, 500, TU_LEASE_LONG));
+    assert_rc(rc, ROWLOCK_EBUSY, b);
+    assert_msg_has(b, "waitbound");
+    if (ms < 500 || ms > 500 + TU_SLACK_MS)
+        fail_msg("a 500 ms wait on a held lock returned after %.1f ms", ms);
+    assert_int_equal(rowlock_lock_held(lb), 0);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* ---- re-entrancy ------------------------------------------------------------------------- */
+
+static void test_reentrancy__same_handle_counts_acquisitions_and_keeps_the_token(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "reent1"), *lb = L(b, "reent1");
+    uint64_t t1;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    t1 = rowlock_lock_token(la);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_int_equal(rowlock_lock_token(la), t1);
+    assert_int_equal(rowlock_lock_held(la), 2);
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 1);
+    assert_int_equal(rowlock_lock_token(la), t1);
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    expect_free(lb, b);
+}
+
+static void test_reentrancy__through_a_second_handle_on_the_same_client(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la1 = L(a, "reent2"), *la2 = L(a, "reent2"), *lb = L(b, "reent2");
+    rowlock_info info;
+    uint64_t t1;
+    assert_rc(rowlock_acquire(la1, 0, TU_LEASE_LONG), 0, a);
+    t1 = rowlock_lock_token(la1);
+    assert_rc(rowlock_acquire(la2, 0, TU_LEASE_LONG), 0, a);
+    assert_int_equal(rowlock_lock_token(la2), t1);
+    assert_int_equal(rowlock_lock_held(la1), 1);
+    assert_int_equal(rowlock_lock_held(la2), 1);
+    if (lease_based()) {
+        tu_inspect(lb, &info);
+        assert_int_equal(info.count, 2);
+        assert_int_equal(info.token, t1);
+    }
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la1), 0, a);
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la2), 0, a);
+    expect_free(lb, b);
+}
+
+/* ---- release / renew by the wrong party ----------------------------------------------------- */
+
+static void test_release__by_a_handle_that_holds_nothing_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "norel"), *la2 = L(a, "norel"), *lb = L(b, "norel");
+    assert_rc(rowlock_release(la), ROWLOCK_EINVALID, a); /* never acquired */
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_release(lb), ROWLOCK_EINVALID, b); /* another client's handle */
+    assert_msg_has(b, "norel");
+    assert_rc(rowlock_renew(lb, TU_LEASE_LONG), ROWLOCK_EINVALID, b);
+    assert_rc(rowlock_release(la2), ROWLOCK_EINVALID, a); /* same client, other handle, holds nothing */
+    expect_busy(lb, b);                                   /* none of that released it */
+    assert_int_equal(rowlock_lock_held(la), 1);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_release(la), ROWLOCK_EINVALID, a); /* once too often */
+    expect_free(lb, b);
+}
+
+/* Lease strategies lose a lock by force_release; for-update by losing the
+ * connection (here: KILL of the application connection the client wraps). */
+static rowlock_client *wrapped_client(void **mysql_out)
+{
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *c = NULL;
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    *mysql_out = m;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    o.table = TABLE;
+    assert_rc(rowlock_client_wrap(c, m, &o), 0, c);
+    return c;
+}
+
+static void lose_lock(rowlock_client *admin, const char *name, unsigned long thread_id)
+{
+    if (lease_based()) {
+        rowlock_info rel = ROWLOCK_INFO_INIT;
+        assert_rc(rowlock_force_release(admin, name, &rel), 0, admin);
+        assert_int_equal(rel.held, 1);
+    } else {
+        assert_int_equal(tu_sql(NULL, 0, "KILL CONNECTION %lu", thread_id), 0);
+    }
+}
+
+/* variant 0: release first, then renew; 1: renew first, then release. */
+static void lost_lock_calls_are_enotowner(int variant)
+{
+    rowlock_client *b = C();
+    rowlock_lock *lb = L(b, "lostlock");
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m);
+    rowlock_lock *la = L(a, "lostlock");
+    uint64_t ta;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    ta = rowlock_lock_token(la);
+    lose_lock(b, "lostlock", tu_mysql_thread_id(m));
+    /* The lock is free for others now (for-update: once the server has
+     * rolled the killed session back). */
+    assert_rc(rowlock_acquire(lb, 10000, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(lb) > ta);
+    if (variant == 0) {
+        assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a);
+        assert_msg_has(a, "lostlock");
+        assert_rc(rowlock_renew(la, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
+    } else {
+        assert_rc(rowlock_renew(la, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
+        assert_msg_has(a, "lostlock");
+        assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a);
+    }
+    assert_int_equal(rowlock_lock_held(la), 0);
+    assert_int_equal(rowlock_lock_token(la), 0);
+    /* The new holder is untouched by the loser's calls. (A killed
+     * connection cannot try again: only lease strategies check.) */
+    if (lease_based())
+        expect_busy(la, a);
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_lock_free(la);
+    tu_client_free(a);
+    tu_mysql_close(m);
+}
+
+static void test_release__after_the_lock_was_lost_is_enotowner(void **state)
+{
+    (void)state;
+    lost_lock_calls_are_enotowner(0);
+}
+
+static void test_renew__after_the_lock_was_lost_is_enotowner(void **state)
+{
+    (void)state;
+    lost_lock_calls_are_enotowner(1);
+}
+
+/* ---- renew ---------------------------------------------------------------------------------- */
+
+static void test_renew__extends_the_lease_and_checks_its_arguments(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "renew"), *lb = L(b, "renew");
+    rowlock_info info;
+    assert_rc(rowlock_renew(la, 1000), ROWLOCK_EINVALID, a); /* not held */
+    assert_rc(rowlock_acquire(la, 0, 2000), 0, a);
+    assert_rc(rowlock_renew(la, 20000), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 1);
+    if (lease_based()) {
+        tu_inspect(lb, &info);
+        assert_true(info.held);
+        if (info.expires_in_ms < 15000 || info.expires_in_ms > 20000)
+            fail_msg("after renew(20000) the lease ends in %lld ms", (long long)info.expires_in_ms);
+    }
+    assert_rc(rowlock_renew(la, -1), ROWLOCK_EINVALID, a);
+    assert_rc(rowlock_renew(la, ROWLOCK_LEASE_MAX_MS + 1), ROWLOCK_EINVALID, a);
+    assert_int_equal(rowlock_lock_held(la), 1); /* bad arguments changed nothing */
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_renew(la, 1000), ROWLOCK_EINVALID, a); /* released */
+}
+
+static void test_acquire__bad_wait_or_lease_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    rowlock_lock *la = L(a, "args");
+    assert_rc(rowlock_acquire(la, -2, 1000), ROWLOCK_EINVALID, a);
+    assert_rc(rowlock_acquire(la, INT64_MIN, 1000), ROWLOCK_EINVALID, a);
+    assert_rc(rowlock_acquire(la, 0, -1), ROWLOCK_EINVALID, a);
+    assert_rc(rowlock_acquire(la, 0, ROWLOCK_LEASE_MAX_MS + 1), ROWLOCK_EINVALID, a);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    /* The extremes that are allowed. */
+    assert_rc(rowlock_acquire(la, 0, ROWLOCK_LEASE_MAX_MS), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(la, ROWLOCK_WAIT_FOREVER, 0), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* ---- fencing tokens ------------------------------------------------------------------------------ */
+
+static void test_fencing__tokens_strictly_increase_over_50_cycles(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    rowlock_lock *la = L(a, "fence1");
+    uint64_t prev = 0;
+    for (int i = 0; i < 50; i++) {
+        assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+        if (rowlock_lock_token(la) <= prev)
+            fail_msg("cycle %d: token %llu after %llu", i, (unsigned long long)rowlock_lock_token(la),
+                     (unsigned long long)prev);
+        prev = rowlock_lock_token(la);
+        assert_rc(rowlock_release(la), 0, a);
+    }
+}
+
+static void test_fencing__tokens_strictly_increase_across_two_alternating_clients(void **state)
+{
+    (void)state;
+    rowlock_client *c[2] = { C(), C() };
+    rowlock_lock *l[2] = { L(c[0], "fence2"), L(c[1], "fence2") };
+    uint64_t prev = 0;
+    for (int i = 0; i < 50; i++) {
+        int k = i % 2;
+        assert_rc(rowlock_acquire(l[k], 1000, TU_LEASE_LONG), 0, c[k]);
+        if (rowlock_lock_token(l[k]) <= prev)
+            fail_msg("cycle %d (client %d): token %llu after %llu", i, k,
+                     (unsigned long long)rowlock_lock_token(l[k]), (unsigned long long)prev);
+        prev = rowlock_lock_token(l[k]);
+        assert_rc(rowlock_release(l[k]), 0, c[k]);
+    }
+}
+
+/* ---- names ------------------------------------------------------------------------------------- */
+
+/* A holds `held`; B's handle on `probe` must (not) conflict. */
+static void probe_names(rowlock_client *a, rowlock_client *b, const char *held, const char *probe, int conflict)
+{
+    rowlock_lock *la = L(a, held), *lb = L(b, probe);
+    int rc;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    rc = rowlock_acquire(lb, 0, TU_LEASE_LONG);
+    if (conflict && rc != ROWLOCK_EBUSY)
+        fail_msg("\"%s\" held: acquiring \"%s\" gave %s, expected ROWLOCK_EBUSY (%s)", held, probe,
+                 rowlock_error_name(rc), rowlock_client_errmsg(b));
+    if (!conflict && rc != 0)
+        fail_msg("\"%s\" held: acquiring the different lock \"%s\" gave %s (%s)", held, probe,
+                 rowlock_error_name(rc), rowlock_client_errmsg(b));
+    if (rc == 0)
+        assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_release(la), 0, a);
+    tu_lock_free(lb);
+    tu_lock_free(la);
+}
+
+static void test_names__sql_wildcards_percent_and_underscore_are_plain_characters(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    probe_names(a, b, "a%", "ab", 0);
+    probe_names(a, b, "a_", "ab", 0);
+    probe_names(a, b, "ab", "a%", 0);
+    probe_names(a, b, "ab", "a_", 0);
+    probe_names(a, b, "%", "x", 0);
+    probe_names(a, b, "a%", "a%", 1);
+    probe_names(a, b, "a_", "a_", 1);
+}
+
+static void test_names__quotes_and_backslashes_are_stored_exactly(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    const char *names[] = { "it's", "say \"hi\"", "back`tick`", "back\\slash", "\\", "'", "''",
+                            "x'; DROP TABLE t_behaviour; --", "trailing\\", "\\'" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        rowlock_lock *la = L(a, names[i]), *lb = L(b, names[i]);
+        rowlock_info info;
+        assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+        tu_inspect(lb, &info);
+        assert_true(info.exists);
+        assert_true(info.held);
+        assert_string_equal(info.name, names[i]);
+        expect_busy(lb, b);
+        assert_rc(rowlock_release(la), 0, a);
+        expect_free(lb, b);
+        tu_lock_free(la);
+        tu_lock_free(lb);
+    }
+    /* Escaping mistakes would make these collide. */
+    probe_names(a, b, "it's", "it''s", 0);
+    probe_names(a, b, "it's", "it\\'s", 0);
+    probe_names(a, b, "it's", "its", 0);
+    probe_names(a, b, "\\", "\\\\", 0);
+    probe_names(a, b, "\"q\"", "q", 0);
+}
+
+static void test_names__are_case_sensitive_and_byte_exact(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    probe_names(a, b, "A", "a", 0);
+    probe_names(a, b, "Lock", "lock", 0);
+    probe_names(a, b, "Lock", "LOCK", 0);
+    probe_names(a, b, "pad", "pad ", 0);        /* no PAD SPACE comparison */
+    probe_names(a, b, " pad", "pad", 0);
+    probe_names(a, b, "\xc3\xa9", "e\xcc\x81", 0); /* é precomposed vs decomposed */
+    probe_names(a, b, "\xc3\xa9", "\xc3\x89", 0);  /* é vs É */
+    probe_names(a, b, "ss", "\xc3\x9f", 0);        /* ss vs ß */
+    probe_names(a, b, "Lock", "Lock", 1);
+}
+
+static void test_names__of_255_bytes_work(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    char ascii[256], multi[256] = "";
+    memset(ascii, 'n', 255);
+    ascii[255] = '\0';
+    for (int i = 0; i < 85; i++)
+        strcat(multi, "\xe9\x94\x81"); /* 锁: 85 x 3 = 255 bytes */
+    const char *names[] = { ascii, multi };
+    for (int i = 0; i < 2; i++) {
+        rowlock_lock *la = L(a, names[i]), *lb = L(b, names[i]);
+        rowlock_info info;
+        assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+        assert_string_equal(rowlock_lock_name(la), names[i]);
+        tu_inspect(lb, &info);
+        assert_true(info.held);
+        assert_int_equal(strlen(info.name), 255);
+        assert_string_equal(info.name, names[i]);
+        expect_busy(lb, b);
+        assert_rc(rowlock_release(la), 0, a);
+    }
+    /* Same first 254 bytes, different last byte: different locks. */
+    {
+        char other[256];
+        memcpy(other, ascii, 256);
+        other[254] = 'm';
+        probe_names(a, b, ascii, other, 0);
+    }
+}
+
+static void test_names__multibyte_utf8_round_trips_through_inspect(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    const char *name = "\xe9\x94\x81\xf0\x9f\x94\x92"; /* 锁🔒 */
+    rowlock_lock *la = L(a, name), *lb = L(b, name);
+    rowlock_info info;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    tu_inspect(lb, &info);
+    assert_true(info.exists);
+    assert_true(info.held);
+    assert_string_equal(info.name, name);
+    assert_int_equal(info.strategy, S);
+    expect_busy(lb, b);
+    assert_rc(rowlock_release(la), 0, a);
+    probe_names(a, b, name, "\xe9\x94\x81", 0);          /* a prefix is another lock */
+    probe_names(a, b, name, "\xf0\x9f\x94\x92", 0);
+}
+
+static void test_names__bad_names_are_refused_with_the_reason(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    char n256[257];
+    memset(n256, 'x', 256);
+    n256[256] = '\0';
+    const struct { const char *name; const char *says; } bad[] = {
+        { "", "empty" },
+        { n256, "256" },
+        { "\xff", "UTF-8" },
+        { "\xe4\xb8", "UTF-8" },           /* truncated */
+        { "\xc0\xaf", "UTF-8" },           /* overlong */
+        { "\xed\xa0\x80", "UTF-8" },       /* surrogate */
+        { "ok\xf4\x90\x80\x80", "UTF-8" }, /* > U+10FFFF */
+        { NULL, "NULL" },
+    };
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    lo.strategy = S;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rowlock_lock *l = NULL;
+        const char *why = NULL;
+        int rc = rowlock_lock_new(&l, a, bad[i].name, &lo);
+        if (rc != ROWLOCK_EINVALID) {
+            rowlock_lock_free(l);
+            fail_msg("bad name #%zu: rowlock_lock_new gave %s", i, rowlock_error_name(rc));
+        }
+        assert_null(l);
+        assert_msg_has(a, bad[i].says);
+        assert_int_equal(rowlock_name_check(bad[i].name, &why), ROWLOCK_EINVALID);
+        assert_non_null(why);
+    }
+}
+
+/* ---- inspect --------------------------------------------------------------------------------------- */
+
+static void test_inspect__reports_holder_token_and_lease(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "insp"), *lb = L(b, "insp"), *lnever = L(b, "insp-never-used");
+    rowlock_info info;
+    uint64_t ta;
+
+    tu_inspect(lnever, &info);
+    assert_false(info.exists);
+    assert_false(info.held);
+    assert_string_equal(info.name, "insp-never-used");
+
+    assert_rc(rowlock_acquire(la, 0, 10000), 0, a);
+    ta = rowlock_lock_token(la);
+
+    tu_inspect(lb, &info); /* from another client */
+    assert_true(info.exists);
+    assert_true(info.held);
+    assert_false(info.stale);
+    assert_int_equal(info.strategy, S);
+    assert_string_equal(info.name, "insp");
+    if (lease_based()) {
+        assert_string_equal(info.owner, rowlock_client_owner(a));
+        assert_int_equal(info.token, ta);
+        assert_int_equal(info.count, 1);
+        if (info.expires_in_ms <= 0 || info.expires_in_ms > 10000)
+            fail_msg("expires_in_ms %lld, lease 10000", (long long)info.expires_in_ms);
+        assert_true(info.acquired_at_us > 0);
+        {
+            int64_t lease_us = info.expires_at_us - info.acquired_at_us;
+            if (lease_us < 9999000 || lease_us > 10001000)
+                fail_msg("expires_at - acquired_at = %lld us, lease 10000 ms", (long long)lease_us);
+        }
+    } else {
+        assert_string_equal(info.owner, ""); /* not recorded for for-update */
+    }
+
+    tu_inspect(la, &info); /* from the holder's own handle */
+    assert_true(info.held);
+    assert_int_equal(info.token, ta);
+    if (lease_based())
+        assert_string_equal(info.owner, rowlock_client_owner(a));
+
+    assert_rc(rowlock_release(la), 0, a);
+    tu_inspect(lb, &info);
+    assert_true(info.exists); /* released rows stay until the reaper purges them */
+    assert_false(info.held);
+    assert_false(info.stale);
+    assert_string_equal(info.owner, "");
+    assert_int_equal(info.count, 0);
+    if (lease_based())
+        assert_int_equal(info.token, ta); /* the row keeps its last token */
+}
+
+static void test_inspect__refuses_a_null_or_unversioned_info(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    rowlock_lock *la = L(a, "insp-args");
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_inspect(la, NULL), ROWLOCK_EINVALID, a);
+    info.version = 0;
+    assert_rc(rowlock_inspect(la, &info), ROWLOCK_EINVALID, a);
+    info.version = 99;
+    assert_rc(rowlock_inspect(la, &info), ROWLOCK_EINVALID, a);
+}
+
+static void test_lock_free__releases_every_acquisition_of_the_handle(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "freerel"), *lb = L(b, "freerel");
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    tu_lock_free(la);
+    expect_free(lb, b);
+}
+
+/* ---- mutual exclusion under contention -------------------------------------------------------------- */
+
+#define MX_PROCS 8
+#define MX_ROUNDS 200
+#define MX_GRANTS (MX_PROCS * MX_ROUNDS)
+
+typedef struct mx_shared {
+    volatile int counter;   /* deliberately updated non-atomically */
+    int inside;             /* atomic: 1 while someone is in the critical section */
+    unsigned int ticket;    /* atomic: grant order */
+    int overlaps;           /* atomic */
+    uint64_t tokens[MX_GRANTS];
+} mx_shared;
+
+static tu_pipe mx_ready, mx_go;
+
+static void sleep_us(long us)
+{
+    struct timespec ts = { 0, us * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+static int mx_child(void *arg, int idx)
+{
+    mx_shared *sh = arg;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_lock *l = NULL;
+    unsigned int seed = (unsigned int)getpid() * 2654435761u + (unsigned int)idx;
+    if (c == NULL)
+        return 10;
+    lo.strategy = S;
+    if (rowlock_lock_new(&l, c, "mutex", &lo) != 0)
+        return 11;
+    tu_signal(&mx_ready, 'R');
+    if (tu_await(&mx_go, 120000) != 'G')
+        return 12;
+    for (int r = 0; r < MX_ROUNDS; r++) {
+        int rc = rowlock_acquire(l, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG);
+        if (rc != 0) {
+            fprintf(stderr, "mx child %d round %d: acquire: %s: %s\n", idx, r, rowlock_error_name(rc),
+                    rowlock_client_errmsg(c));
+            return 13;
+        }
+        if (__atomic_exchange_n(&sh->inside, 1, __ATOMIC_SEQ_CST) != 0)
+            __atomic_fetch_add(&sh->overlaps, 1, __ATOMIC_SEQ_CST);
+        unsigned int t = __atomic_fetch_add(&sh->ticket, 1, __ATOMIC_SEQ_CST);
+        if (t < MX_GRANTS)
+            sh->tokens[t] = rowlock_lock_token(l);
+        int v = sh->counter;              /* read ... */
+        sleep_us(50 + (long)(rand_r(&seed) % 151));
+        sh->counter = v + 1;              /* ... sleep, write: lost updates unless exclusive */
+        __atomic_store_n(&sh->inside, 0, __ATOMIC_SEQ_CST);
+        rc = rowlock_release(l);
+        if (rc != 0) {
+            fprintf(stderr, "mx child %d round %d: release: %s: %s\n", idx, r, rowlock_error_name(rc),
+                    rowlock_client_errmsg(c));
+            return 14;
+        }
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_mutual_exclusion__8_processes_x_200_grants_never_overlap(void **state)
+{
+    (void)state;
+    mx_shared *sh = tu_shm(sizeof *sh);
+    pid_t pids[MX_PROCS];
+    int bad = 0;
+    int64_t t0 = tu_now_us();
+    tu_pipe_open(&mx_ready);
+    tu_pipe_open(&mx_go);
+    for (int i = 0; i < MX_PROCS; i++)
+        pids[i] = tu_fork(mx_child, sh, i);
+    for (int i = 0; i < MX_PROCS; i++)
+        if (tu_await(&mx_ready, 60000) != 'R')
+            fail_msg("only %d of %d processes connected", i, MX_PROCS);
+    for (int i = 0; i < MX_PROCS; i++)
+        tu_signal(&mx_go, 'G'); /* all start together */
+    for (int i = 0; i < MX_PROCS; i++) {
+        int st = tu_wait(pids[i], 600000);
+        if (st != 0) {
+            print_error("process %d exited with %d\n", i, st);
+            bad++;
+        }
+    }
+    print_message("%d grants in %.1f s\n", MX_GRANTS, tu_ms_since(t0) / 1000);
+    assert_int_equal(bad, 0);
+    assert_int_equal(sh->overlaps, 0);
+    assert_int_equal(sh->ticket, MX_GRANTS);
+    assert_int_equal(sh->counter, MX_GRANTS);
+    for (int i = 1; i < MX_GRANTS; i++)
+        if (sh->tokens[i] <= sh->tokens[i - 1])
+            fail_msg("grant %d got token %llu after grant %d's %llu", i, (unsigned long long)sh->tokens[i],
+                     i - 1, (unsigned long long)sh->tokens[i - 1]);
+    assert_true(sh->tokens[0] > 0);
+    tu_pipe_close(&mx_ready);
+    tu_pipe_close(&mx_go);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_acquire_release__grants_a_token_and_frees_the_lock_for_others),
+        TU_TEST(test_try_acquire__on_a_lock_held_by_another_client_is_busy_at_once),
+        TU_TEST(test_wait__succeeds_when_the_holder_releases_and_not_before),
+        TU_TEST(test_wait__times_out_within_its_bound),
+        TU_TEST(test_reentrancy__same_handle_counts_acquisitions_and_keeps_the_token),
+        TU_TEST(test_reentrancy__through_a_second_handle_on_the_same_client),
+        TU_TEST(test_release__by_a_handle_that_holds_nothing_is_refused),
+        TU_TEST(test_release__after_the_lock_was_lost_is_enotowner),
+        TU_TEST(test_renew__after_the_lock_was_lost_is_enotowner),
+        TU_TEST(test_renew__extends_the_lease_and_checks_its_arguments),
+        TU_TEST(test_acquire__bad_wait_or_lease_is_refused),
+        TU_TEST(test_fencing__tokens_strictly_increase_over_50_cycles),
+        TU_TEST(test_fencing__tokens_strictly_increase_across_two_alternating_clients),
+        TU_TEST(test_names__sql_wildcards_percent_and_underscore_are_plain_characters),
+        TU_TEST(test_names__quotes_and_backslashes_are_stored_exactly),
+        TU_TEST(test_names__are_case_sensitive_and_byte_exact),
+        TU_TEST(test_names__of_255_bytes_work),
+        TU_TEST(test_names__multibyte_utf8_round_trips_through_inspect),
+        TU_TEST(test_names__bad_names_are_refused_with_the_reason),
+        TU_TEST(test_inspect__reports_holder_token_and_lease),
+        TU_TEST(test_inspect__refuses_a_null_or_unversioned_info),
+        TU_TEST(test_lock_free__releases_every_acquisition_of_the_handle),
+        TU_TEST(test_mutual_exclusion__8_processes_x_200_grants_never_overlap),
+    };
+    char group[64];
+    if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0) {
+        fprintf(stderr, "usage: %s insert|for-update|optimistic [test-filter]\n", argv[0]);
+        return 2;
+    }
+    SN = rowlock_strategy_name(S);
+    snprintf(TABLE, sizeof TABLE, "t_behaviour_%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN);
+    snprintf(group, sizeof group, "behaviour (%s)", SN);
+    return tu_main(group, tests, sizeof tests / sizeof tests[0], group_setup, argc > 2 ? argv[2] : NULL);
+}

@@ -1,0 +1,552 @@
+/*
+ * Clients: connecting (and failing to), option files, the schema check and
+ * migrations, wrapping an application's connection, error names.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLIENT_FOUND_ROWS_FLAG 2UL /* CLIENT_FOUND_ROWS from mysql_com.h */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tu_setup(NULL);
+    tu_table_fresh(NULL, "t_client");
+    tu_teardown(NULL);
+    return 0;
+}
+
+static rowlock_client *new_client(void)
+{
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    assert_non_null(c);
+    tu_register_client(c);
+    return c;
+}
+
+static int try_connect(rowlock_client *c, const char *table, unsigned int flags)
+{
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = tu_defaults_file();
+    o.table = table;
+    o.flags = flags;
+    return rowlock_client_connect(c, &o);
+}
+
+static void drop_table(const char *table)
+{
+    assert_int_equal(tu_sql(NULL, 0, "DROP TABLE IF EXISTS `%s`", table), 0);
+    assert_int_equal(tu_sql(NULL, 0, "DROP SEQUENCE IF EXISTS `%s_token`", table), 0);
+    unsigned int e = tu_sql(NULL, 1146, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", table);
+    assert_true(e == 0 || e == 1146);
+}
+
+/* ---- fresh clients, errors ------------------------------------------------------------- */
+
+static void test_client__a_new_client_has_an_owner_and_no_error(void **state)
+{
+    (void)state;
+    rowlock_client *a = new_client(), *b = new_client();
+    assert_string_equal(rowlock_client_errmsg(a), "");
+    assert_int_equal(rowlock_client_db_errno(a), 0);
+    assert_string_equal(rowlock_client_sqlstate(a), "00000");
+    assert_string_equal(rowlock_client_server_info(a), "");
+    assert_true(strlen(rowlock_client_owner(a)) > 0);
+    assert_true(strlen(rowlock_client_owner(a)) <= ROWLOCK_OWNER_MAX);
+    assert_string_not_equal(rowlock_client_owner(a), rowlock_client_owner(b));
+    rowlock_client_free(NULL);
+    rowlock_lock_free(NULL);
+}
+
+static void test_client__connects_and_reports_the_server(void **state)
+{
+    (void)state;
+    rowlock_client *c = tu_client("t_client");
+    char table[128];
+    assert_true(tu_strcasestr(rowlock_client_server_info(c), "maria") != NULL ||
+                strlen(rowlock_client_server_info(c)) > 0);
+    assert_string_equal(rowlock_client_table(c), "t_client");
+    assert_string_equal(rowlock_client_errmsg(c), "");
+    /* No table given: [rowlock] table= of the option file, else the default. */
+    c = new_client();
+    assert_rc(try_connect(c, NULL, ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, c);
+    if (tu_optfile_get(tu_defaults_file(), "rowlock", "table", table, sizeof table))
+        assert_string_equal(rowlock_client_table(c), table);
+    else
+        assert_string_equal(rowlock_client_table(c), "rowlock_locks");
+}
+
+static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
+{
+    (void)state;
+    const struct { int code; const char *name; } t[] = {
+        { ROWLOCK_OK, "ROWLOCK_OK" },
+        { ROWLOCK_EBUSY, "ROWLOCK_EBUSY" },
+        { ROWLOCK_ENOTOWNER, "ROWLOCK_ENOTOWNER" },
+        { ROWLOCK_EINVALID, "ROWLOCK_EINVALID" },
+        { ROWLOCK_EDB, "ROWLOCK_EDB" },
+        { ROWLOCK_ESCHEMA, "ROWLOCK_ESCHEMA" },
+        { ROWLOCK_EUNSUPPORTED, "ROWLOCK_EUNSUPPORTED" },
+        { ROWLOCK_ENOMEM, "ROWLOCK_ENOMEM" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        assert_string_equal(rowlock_error_name(t[i].code), t[i].name);
+        assert_true(strlen(rowlock_strerror(t[i].code)) > 0);
+        assert_string_not_equal(rowlock_strerror(t[i].code), "unknown error");
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(rowlock_strerror(t[i].code), rowlock_strerror(t[j].code));
+    }
+    assert_string_equal(rowlock_strerror(ROWLOCK_EBUSY), "lock is held by another owner");
+    assert_string_equal(rowlock_strerror(-8), "unknown error");
+    assert_string_equal(rowlock_strerror(5), "unknown error");
+    assert_string_equal(rowlock_error_name(-8), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_error_name(5), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_version(), ROWLOCK_VERSION_STRING);
+}
+
+/* ---- connection failures ----------------------------------------------------------------------- */
+
+static void test_connect__nothing_listening_gives_edb_naming_the_host(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    double ms;
+    int rc;
+    o.host = "127.0.0.1";
+    o.port = 1;
+    o.user = "nobody";
+    o.connect_timeout_ms = 5000;
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    TU_TIMED(ms, rc = rowlock_client_connect(c, &o));
+    assert_rc(rc, ROWLOCK_EDB, c);
+    if (tu_strcasestr(rowlock_client_errmsg(c), "127.0.0.1") == NULL &&
+        tu_strcasestr(rowlock_client_errmsg(c), "server") == NULL)
+        fail_msg("the message does not mention the server: \"%s\"", rowlock_client_errmsg(c));
+    assert_true(rowlock_client_db_errno(c) == 2002 || rowlock_client_db_errno(c) == 2003);
+    assert_string_not_equal(rowlock_client_sqlstate(c), "00000");
+    assert_string_equal(rowlock_client_server_info(c), "");
+    assert_true(ms < 5000 + TU_SLACK_MS);
+    /* The client stays usable: connect it properly now. */
+    assert_rc(try_connect(c, "t_client", 0), 0, c);
+    assert_string_equal(rowlock_client_errmsg(c), "");
+}
+
+static void test_connect__wrong_password_gives_edb(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = tu_defaults_file();
+    o.password = "certainly-not-the-password";
+    o.table = "t_client";
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_client_db_errno(c), 1045);
+}
+
+static void test_connect__bad_options_are_einvalid(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = tu_defaults_file();
+    o.version = 0;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    o.version = 99;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    o.version = ROWLOCK_CLIENT_OPTIONS_VERSION;
+    o.tls_mode = (rowlock_tls_mode)42;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    o.tls_mode = ROWLOCK_TLS_VERIFY_CA; /* without tls_ca */
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    o.tls_mode = ROWLOCK_TLS_VERIFY_IDENTITY;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+}
+
+static void test_connect__bad_table_names_are_einvalid(void **state)
+{
+    (void)state;
+    char n58[64];
+    const char *bad[] = { "bad-name", "x;y", "a b", "`t`", "t.u", "rowlock_locks'", n58 };
+    memset(n58, 't', 58);
+    n58[58] = '\0';
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rowlock_client *c = new_client();
+        int rc = try_connect(c, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK);
+        if (rc != ROWLOCK_EINVALID)
+            fail_msg("table name \"%s\": connect gave %s", bad[i], rowlock_error_name(rc));
+        assert_true(strlen(rowlock_client_errmsg(c)) > 0);
+        tu_client_free(c);
+    }
+    {
+        rowlock_client *c = new_client();
+        assert_rc(try_connect(c, "", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), ROWLOCK_EINVALID, c);
+    }
+}
+
+/* The longest allowed name also fits its sequence (<table>_token) in 64 bytes. */
+static void test_migrate__works_for_a_57_byte_table_name(void **state)
+{
+    (void)state;
+    char n57[64];
+    rowlock_client *c;
+    rowlock_lock *l;
+    memset(n57, 'q', 57);
+    n57[57] = '\0';
+    tu_table_fresh(NULL, n57);
+    c = tu_client(n57);
+    l = tu_lock(c, "x", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 1000), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    tu_lock_free(l);
+    tu_client_free(c);
+    drop_table(n57);
+}
+
+/* ---- schema ------------------------------------------------------------------------------------------ */
+
+static void test_schema__a_missing_table_is_eschema_naming_the_versions(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    char expected[16];
+    int found = -1;
+    drop_table("t_client_missing");
+    assert_rc(try_connect(c, "t_client_missing", 0), ROWLOCK_ESCHEMA, c);
+    snprintf(expected, sizeof expected, "%d", rowlock_schema_version_expected());
+    assert_msg_has(c, "t_client_missing");
+    assert_msg_has(c, expected);
+    assert_msg_has(c, "found");
+    assert_msg_has(c, "0");
+    /* With the check skipped, the version can be read: nothing installed. */
+    assert_rc(try_connect(c, "t_client_missing", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, c);
+    assert_rc(rowlock_schema_version(c, &found), 0, c);
+    assert_int_equal(found, 0);
+    /* And a lock call says ESCHEMA rather than a bare database error. */
+    {
+        rowlock_lock *l = tu_lock(c, "x", ROWLOCK_STRATEGY_INSERT);
+        assert_rc(rowlock_acquire(l, 0, 1000), ROWLOCK_ESCHEMA, c);
+    }
+}
+
+static void test_migrate__is_idempotent(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    const int n = rowlock_schema_version_expected();
+    int from = -1, to = -1, found = -1;
+    drop_table("t_client_idem");
+    assert_rc(try_connect(c, "t_client_idem", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, c);
+    assert_rc(rowlock_migrate(c, ROWLOCK_MIGRATE_DRY_RUN, &from, &to), 0, c);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, n);
+    assert_rc(rowlock_schema_version(c, &found), 0, c);
+    assert_int_equal(found, 0); /* the dry run changed nothing */
+    assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, n);
+    assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+    assert_int_equal(from, n);
+    assert_int_equal(to, n);
+    assert_rc(rowlock_migrate(c, 0, NULL, NULL), 0, c);
+    assert_rc(rowlock_schema_version(c, &found), 0, c);
+    assert_int_equal(found, n);
+    /* A lock made before the repeat migration survives it. */
+    {
+        rowlock_client *a = tu_client("t_client_idem");
+        rowlock_lock *l = tu_lock(a, "kept", ROWLOCK_STRATEGY_INSERT);
+        rowlock_lock *p = tu_lock(c, "kept", ROWLOCK_STRATEGY_INSERT);
+        assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, a);
+        assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+        assert_rc(rowlock_acquire(p, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, c);
+        assert_rc(rowlock_release(l), 0, a);
+    }
+}
+
+typedef struct migrate_shared {
+    int rc[2], from[2], to[2];
+    char msg[2][512];
+} migrate_shared;
+
+static tu_pipe mig_ready, mig_go;
+
+static int migrator(void *arg, int idx)
+{
+    migrate_shared *sh = arg;
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *c = NULL;
+    if (rowlock_client_new(&c) != 0)
+        return 10;
+    o.defaults_file = tu_defaults_file_or_null();
+    o.table = "t_client_race";
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    if (rowlock_client_connect(c, &o) != 0) {
+        fprintf(stderr, "migrator: %s\n", rowlock_client_errmsg(c));
+        return 11;
+    }
+    tu_signal(&mig_ready, 'R');
+    if (tu_await(&mig_go, 60000) != 'G')
+        return 12;
+    sh->rc[idx] = rowlock_migrate(c, 0, &sh->from[idx], &sh->to[idx]);
+    snprintf(sh->msg[idx], sizeof sh->msg[idx], "%s", rowlock_client_errmsg(c));
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_migrate__two_processes_at_once_on_a_fresh_table(void **state)
+{
+    (void)state;
+    migrate_shared *sh = tu_shm(sizeof *sh);
+    const int n = rowlock_schema_version_expected();
+    tu_pipe_open(&mig_ready);
+    tu_pipe_open(&mig_go);
+    for (int round = 0; round < 3; round++) {
+        pid_t p[2];
+        int found = -1;
+        drop_table("t_client_race");
+        memset(sh, 0, sizeof *sh);
+        for (int k = 0; k < 2; k++)
+            p[k] = tu_fork(migrator, sh, k);
+        for (int k = 0; k < 2; k++)
+            if (tu_await(&mig_ready, 60000) != 'R')
+                fail_msg("migrators did not connect");
+        tu_signal(&mig_go, 'G');
+        tu_signal(&mig_go, 'G');
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(tu_wait(p[k], 120000), 0);
+        for (int k = 0; k < 2; k++) {
+            if (sh->rc[k] != 0)
+                fail_msg("round %d: migrator %d: %s: %s", round, k, rowlock_error_name(sh->rc[k]), sh->msg[k]);
+            assert_int_equal(sh->to[k], n);
+        }
+        /* Exactly one of them did the work. */
+        assert_true((sh->from[0] == 0) != (sh->from[1] == 0));
+        {
+            rowlock_client *c = tu_client("t_client_race");
+            rowlock_lock *l = tu_lock(c, "x", ROWLOCK_STRATEGY_INSERT);
+            assert_rc(rowlock_schema_version(c, &found), 0, c);
+            assert_int_equal(found, n);
+            assert_rc(rowlock_acquire(l, 0, 1000), 0, c);
+            assert_rc(rowlock_release(l), 0, c);
+            tu_lock_free(l);
+            tu_client_free(c);
+        }
+    }
+    tu_pipe_close(&mig_ready);
+    tu_pipe_close(&mig_go);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+static void test_schema__newer_than_the_library_is_eschema(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client(), *m = new_client();
+    int found = -1, from = -1, to = -1;
+    tu_table_fresh(NULL, "t_client_newer");
+    assert_int_equal(tu_sql(NULL, 0, "UPDATE rowlock_schema SET version = 999 WHERE lock_table = 't_client_newer'"),
+                     0);
+    assert_rc(try_connect(c, "t_client_newer", 0), ROWLOCK_ESCHEMA, c);
+    assert_msg_has(c, "999");
+    assert_msg_has(c, "t_client_newer");
+    assert_rc(try_connect(m, "t_client_newer", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, m);
+    assert_rc(rowlock_schema_version(m, &found), 0, m);
+    assert_int_equal(found, 999);
+    assert_rc(rowlock_migrate(m, 0, &from, &to), ROWLOCK_ESCHEMA, m);
+    assert_msg_has(m, "999");
+    assert_int_equal(tu_sql_int(NULL, NULL, "SELECT version FROM rowlock_schema WHERE lock_table = 't_client_newer'"),
+                     999);
+    tu_client_free(m);
+    drop_table("t_client_newer");
+}
+
+/* ---- option files ---------------------------------------------------------------------------------------- */
+
+/* Write an option file with the shared server's [client] settings, the
+ * given [rowlock] table (NULL: none); returns its path in `path`. */
+static void write_optfile(char *path, size_t cap, const char *table)
+{
+    static const char *keys[] = { "host", "port", "socket", "user", "password", "database" };
+    char val[512];
+    FILE *f;
+    int fd;
+    snprintf(path, cap, "/tmp/rowlock-test-optfile.XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "# written by test_client\n[client]\n");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (tu_optfile_get(tu_defaults_file(), "client", keys[i], val, sizeof val))
+            fprintf(f, "%s=%s\n", keys[i], val);
+    fprintf(f, "\n[mysql]\n# another program's group: ignored\ntable=not_this_one\n");
+    if (table != NULL)
+        fprintf(f, "\n[rowlock]\ntable=%s\n", table);
+    fclose(f);
+}
+
+static void test_optfile__client_settings_and_rowlock_table_are_used(void **state)
+{
+    (void)state;
+    char path[64];
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    write_optfile(path, sizeof path, "t_client");
+    o.defaults_file = path;
+    /* No table option: [rowlock] table= decides, and its schema is checked. */
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    assert_string_equal(rowlock_client_table(c), "t_client");
+    {
+        rowlock_lock *l = tu_lock(c, "optfile", ROWLOCK_STRATEGY_INSERT);
+        assert_rc(rowlock_acquire(l, 0, 1000), 0, c);
+        assert_rc(rowlock_release(l), 0, c);
+        tu_lock_free(l);
+    }
+    /* An explicit table wins over the file. */
+    o.table = "t_client_other";
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    assert_string_equal(rowlock_client_table(c), "t_client_other");
+    /* Explicit fields win over the file: a port with nothing listening. */
+    {
+        rowlock_client *d = new_client();
+        o.table = NULL;
+        o.host = "127.0.0.1";
+        o.port = 1;
+        o.unix_socket = NULL;
+        assert_rc(rowlock_client_connect(d, &o), ROWLOCK_EDB, d);
+    }
+    unlink(path);
+}
+
+static void test_optfile__a_bad_table_in_the_file_is_einvalid(void **state)
+{
+    (void)state;
+    char path[64];
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    write_optfile(path, sizeof path, "no-dashes-allowed");
+    o.defaults_file = path;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    unlink(path);
+}
+
+static void test_optfile__an_unreadable_defaults_file_is_einvalid(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = "/nonexistent-dir/rowlock/my.cnf";
+    o.table = "t_client";
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "/nonexistent-dir/rowlock/my.cnf");
+    o.defaults_file = "/"; /* a directory */
+    if (rowlock_client_connect(c, &o) == 0)
+        fail_msg("a directory was accepted as defaults file");
+}
+
+/* ---- wrapping an application's connection ------------------------------------------------------------------ */
+
+static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
+{
+    (void)state;
+    void *m = tu_mysql_connect(NULL, 0);
+    rowlock_client *c = new_client(), *b = tu_client("t_client");
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_lock *l, *lb;
+    assert_non_null(m);
+    o.table = "t_client";
+    assert_rc(rowlock_client_wrap(c, m, &o), 0, c);
+    assert_string_equal(rowlock_client_table(c), "t_client");
+    l = tu_lock(c, "wrapped", ROWLOCK_STRATEGY_INSERT);
+    lb = tu_lock(b, "wrapped", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, c);
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(l), 0, c);
+    /* for-update too, on the application's session */
+    {
+        rowlock_lock *f = tu_lock(c, "wrapped-fu", ROWLOCK_STRATEGY_FOR_UPDATE);
+        rowlock_lock *fb = tu_lock(b, "wrapped-fu", ROWLOCK_STRATEGY_FOR_UPDATE);
+        assert_rc(rowlock_acquire(f, 0, 0), 0, c);
+        assert_rc(rowlock_acquire(fb, 0, 0), ROWLOCK_EBUSY, b);
+        assert_rc(rowlock_release(f), 0, c);
+        tu_lock_free(f);
+    }
+    tu_lock_free(l);
+    tu_client_free(c);
+    /* The application's connection still answers. */
+    assert_int_equal(tu_mysql_query(m, "SELECT 1"), 0);
+    assert_int_equal(tu_mysql_query(m, "SELECT COUNT(*) FROM t_client"), 0);
+    tu_mysql_close(m);
+}
+
+static void test_wrap__null_connection_and_found_rows_are_refused(void **state)
+{
+    (void)state;
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    void *m;
+    o.table = "t_client";
+    assert_rc(rowlock_client_wrap(c, NULL, &o), ROWLOCK_EINVALID, c);
+    m = tu_mysql_connect(NULL, CLIENT_FOUND_ROWS_FLAG);
+    assert_non_null(m);
+    assert_rc(rowlock_client_wrap(c, m, &o), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "FOUND_ROWS");
+    tu_client_free(c);
+    assert_int_equal(tu_mysql_query(m, "SELECT 1"), 0);
+    tu_mysql_close(m);
+}
+
+static void test_wrap__lease_locks_refuse_an_open_application_transaction(void **state)
+{
+    (void)state;
+    void *m = tu_mysql_connect(NULL, 0);
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_lock *li, *lo_;
+    assert_non_null(m);
+    o.table = "t_client";
+    assert_rc(rowlock_client_wrap(c, m, &o), 0, c);
+    li = tu_lock(c, "apptrx", ROWLOCK_STRATEGY_INSERT);
+    lo_ = tu_lock(c, "apptrx-o", ROWLOCK_STRATEGY_OPTIMISTIC);
+    assert_int_equal(tu_mysql_query(m, "START TRANSACTION"), 0);
+    assert_rc(rowlock_acquire(li, 0, 1000), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "transaction");
+    assert_rc(rowlock_acquire(lo_, 0, 1000), ROWLOCK_EINVALID, c);
+    assert_int_equal(tu_mysql_query(m, "ROLLBACK"), 0);
+    assert_rc(rowlock_acquire(li, 0, 1000), 0, c);
+    assert_rc(rowlock_release(li), 0, c);
+    tu_lock_free(li);
+    tu_lock_free(lo_);
+    tu_client_free(c);
+    tu_mysql_close(m);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_client__a_new_client_has_an_owner_and_no_error),
+        TU_TEST(test_client__connects_and_reports_the_server),
+        TU_TEST(test_errors__every_code_has_a_name_and_a_sentence),
+        TU_TEST(test_connect__nothing_listening_gives_edb_naming_the_host),
+        TU_TEST(test_connect__wrong_password_gives_edb),
+        TU_TEST(test_connect__bad_options_are_einvalid),
+        TU_TEST(test_connect__bad_table_names_are_einvalid),
+        TU_TEST(test_migrate__works_for_a_57_byte_table_name),
+        TU_TEST(test_schema__a_missing_table_is_eschema_naming_the_versions),
+        TU_TEST(test_migrate__is_idempotent),
+        TU_TEST(test_migrate__two_processes_at_once_on_a_fresh_table),
+        TU_TEST(test_schema__newer_than_the_library_is_eschema),
+        TU_TEST(test_optfile__client_settings_and_rowlock_table_are_used),
+        TU_TEST(test_optfile__a_bad_table_in_the_file_is_einvalid),
+        TU_TEST(test_optfile__an_unreadable_defaults_file_is_einvalid),
+        TU_TEST(test_wrap__uses_the_connection_and_free_does_not_close_it),
+        TU_TEST(test_wrap__null_connection_and_found_rows_are_refused),
+        TU_TEST(test_wrap__lease_locks_refuse_an_open_application_transaction),
+    };
+    return tu_main("client", tests, sizeof tests / sizeof tests[0], group_setup, argc > 1 ? argv[1] : NULL);
+}

@@ -1,0 +1,404 @@
+/*
+ * The for-update strategy: a transaction holds the row until release, so a
+ * dead holder frees the lock as soon as the server notices, there is no
+ * lease, and one client holds at most one for-update name.
+ *
+ *     test_for_update main    wait bound, one name per client, renew, probe,
+ *                             application transactions on a wrapped connection
+ *     test_for_update fault   kill -9 / crash of the holder process; restart
+ *                             and crash of a PRIVATE server
+ */
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const rowlock_strategy S = ROWLOCK_STRATEGY_FOR_UPDATE;
+static char TABLE[64] = "t_for_update";
+
+static rowlock_lock *L(rowlock_client *c, const char *name)
+{
+    return tu_lock(c, name, S);
+}
+
+static rowlock_client *C(void)
+{
+    return tu_client(TABLE);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tu_setup(NULL);
+    tu_table_fresh(NULL, TABLE);
+    tu_teardown(NULL);
+    return 0;
+}
+
+/* ---- main ----------------------------------------------------------------------------- */
+
+static void test_wait__bound_is_honoured(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-wait"), *lb = L(b, "fu-wait");
+    const int64_t waits[] = { 500, 1500 };
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    for (size_t i = 0; i < 2; i++) {
+        double ms;
+        int rc;
+        TU_TIMED(ms, rc = rowlock_acquire(lb, waits[i], 0));
+        assert_rc(rc, ROWLOCK_EBUSY, b);
+        assert_msg_has(b, "fu-wait");
+        if (ms < (double)waits[i] || ms > (double)(waits[i] + TU_SLACK_MS))
+            fail_msg("a %lld ms wait returned EBUSY after %.1f ms", (long long)waits[i], ms);
+    }
+    /* The waiter's failed waits left nothing behind: it can lock it once free. */
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
+static void test_second_name__on_the_same_client_is_unsupported(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *one = L(a, "fu-one"), *two = L(a, "fu-two");
+    rowlock_lock *one_b = L(b, "fu-one"), *two_b = L(b, "fu-two");
+    uint64_t t;
+    assert_rc(rowlock_acquire(one, 0, 0), 0, a);
+    t = rowlock_lock_token(one);
+    assert_rc(rowlock_acquire(two, 0, 0), ROWLOCK_EUNSUPPORTED, a);
+    assert_msg_has(a, "fu-two");
+    assert_int_equal(rowlock_lock_held(two), 0);
+    assert_rc(rowlock_acquire(two, 1000, 0), ROWLOCK_EUNSUPPORTED, a);
+    /* The first lock is untouched, the second was not taken. */
+    assert_int_equal(rowlock_lock_held(one), 1);
+    assert_int_equal(rowlock_lock_token(one), t);
+    assert_rc(rowlock_acquire(one_b, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_acquire(two_b, 0, 0), 0, b);
+    assert_rc(rowlock_release(two_b), 0, b);
+    /* Once the first is released the client may take another name. */
+    assert_rc(rowlock_release(one), 0, a);
+    assert_rc(rowlock_acquire(two, 0, 0), 0, a);
+    assert_rc(rowlock_acquire(one_b, 0, 0), 0, b);
+    assert_rc(rowlock_release(two), 0, a);
+    assert_rc(rowlock_release(one_b), 0, b);
+}
+
+static void test_renew__succeeds_while_the_transaction_lives(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-renew"), *lb = L(b, "fu-renew");
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_renew(la, 0), 0, a);
+    assert_rc(rowlock_renew(la, 1000), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_renew(la, 0), ROWLOCK_EINVALID, a);
+}
+
+static void test_force_release__is_unsupported_for_a_for_update_name(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *admin = C();
+    rowlock_lock *la = L(a, "fu-force"), *probe = L(admin, "fu-force");
+    rowlock_info rel = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_force_release(admin, "fu-force", &rel), ROWLOCK_EUNSUPPORTED, admin);
+    assert_rc(rowlock_acquire(probe, 0, 0), ROWLOCK_EBUSY, admin);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+static void test_inspect__probes_without_blocking_or_taking_the_lock(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-probe"), *lb = L(b, "fu-probe");
+    rowlock_info info;
+    double ms;
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    TU_TIMED(ms, tu_inspect(lb, &info));
+    assert_true(info.exists);
+    assert_true(info.held);
+    assert_int_equal(info.strategy, ROWLOCK_STRATEGY_FOR_UPDATE);
+    if (ms > TU_FAST_MS)
+        fail_msg("inspect of a held for-update lock took %.1f ms", ms);
+    assert_int_equal(rowlock_lock_held(lb), 0);
+    assert_rc(rowlock_release(la), 0, a);
+    /* The probe kept no lock: A can take it again at once. */
+    tu_inspect(lb, &info);
+    assert_false(info.held);
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* A wrapped application connection: the lock is the application's
+ * transaction, so its COMMIT releases it (and release then says ENOTOWNER). */
+static rowlock_client *wrapped_client(void **mysql_out)
+{
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *c = NULL;
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    *mysql_out = m;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    o.table = TABLE;
+    assert_rc(rowlock_client_wrap(c, m, &o), 0, c);
+    return c;
+}
+
+static void test_wrapped__application_commit_releases_the_lock(void **state)
+{
+    (void)state;
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m), *b = C();
+    rowlock_lock *la = L(a, "fu-appcommit"), *lb = L(b, "fu-appcommit");
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_int_equal(tu_mysql_query(m, "COMMIT"), 0);
+    assert_rc(rowlock_acquire(lb, 5000, 0), 0, b);
+    assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    assert_rc(rowlock_release(lb), 0, b);
+    /* The client is usable again afterwards. */
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+    tu_lock_free(la);
+    tu_client_free(a);
+    tu_mysql_close(m);
+}
+
+static void test_wrapped__acquire_inside_an_application_transaction_is_refused(void **state)
+{
+    (void)state;
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m), *b = C();
+    rowlock_lock *la = L(a, "fu-apptrx"), *lb = L(b, "fu-apptrx");
+    assert_int_equal(tu_mysql_query(m, "START TRANSACTION"), 0);
+    assert_rc(rowlock_acquire(la, 0, 0), ROWLOCK_EINVALID, a);
+    assert_msg_has(a, "transaction");
+    assert_int_equal(tu_mysql_query(m, "ROLLBACK"), 0);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_lock_free(la);
+    tu_client_free(a);
+    tu_mysql_close(m);
+}
+
+/* ---- fault: the holder process dies ---------------------------------------------------------------- */
+
+typedef struct kill_shared {
+    volatile uint64_t holder_token;
+    volatile int64_t t_acquired;
+    volatile uint64_t waiter_token;
+    volatile int waiter_rc;
+} kill_shared;
+
+static tu_pipe holder_pipe, waiter_pipe;
+
+/* Takes the lock, says so, then waits to be killed (mode 0) or exits at once
+ * without releasing (mode 1). */
+static int holder(void *arg, int mode)
+{
+    kill_shared *sh = arg;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_lock *l = NULL;
+    int rc;
+    if (c == NULL)
+        return 10;
+    lo.strategy = S;
+    if (rowlock_lock_new(&l, c, mode == 0 ? "fu-kill" : "fu-crash", &lo) != 0)
+        return 11;
+    rc = rowlock_acquire(l, 0, 0);
+    if (rc != 0) {
+        fprintf(stderr, "holder: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 12;
+    }
+    sh->holder_token = rowlock_lock_token(l);
+    tu_signal(&holder_pipe, 'H');
+    if (mode == 1)
+        _exit(0);
+    for (;;)
+        pause();
+}
+
+static int waiter(void *arg, int idx)
+{
+    kill_shared *sh = arg;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_lock *l = NULL;
+    int rc;
+    (void)idx;
+    if (c == NULL)
+        return 10;
+    lo.strategy = S;
+    if (rowlock_lock_new(&l, c, "fu-kill", &lo) != 0)
+        return 11;
+    tu_signal(&waiter_pipe, 'W');
+    rc = rowlock_acquire(l, ROWLOCK_WAIT_FOREVER, 0);
+    sh->t_acquired = tu_now_us();
+    sh->waiter_rc = rc;
+    if (rc != 0) {
+        fprintf(stderr, "waiter: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 12;
+    }
+    sh->waiter_token = rowlock_lock_token(l);
+    if (rowlock_release(l) != 0)
+        return 13;
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_kill9__of_the_holder_hands_the_lock_to_the_waiter_at_once(void **state)
+{
+    (void)state;
+    kill_shared *sh = tu_shm(sizeof *sh);
+    pid_t h, w;
+    int64_t t_kill;
+    double after_ms;
+
+    tu_pipe_open(&holder_pipe);
+    tu_pipe_open(&waiter_pipe);
+    h = tu_fork(holder, sh, 0);
+    if (tu_await(&holder_pipe, 30000) != 'H')
+        fail_msg("the holder did not get the lock (exit %d)", tu_wait(h, 1000));
+    w = tu_fork(waiter, sh, 0);
+    if (tu_await(&waiter_pipe, 30000) != 'W')
+        fail_msg("the waiter did not start (exit %d)", tu_wait(w, 1000));
+    tu_sleep_ms(500); /* let it queue in the server (correct either way) */
+    if (sh->t_acquired != 0)
+        fail_msg("the waiter returned (%s) while the holder was alive", rowlock_error_name(sh->waiter_rc));
+
+    t_kill = tu_now_us();
+    assert_int_equal(kill(h, SIGKILL), 0);
+    assert_int_equal(tu_wait(h, 10000), 128 + SIGKILL);
+    assert_int_equal(tu_wait(w, 30000), 0);
+    assert_int_equal(sh->waiter_rc, 0);
+    assert_true(sh->t_acquired >= t_kill);
+    after_ms = (double)(sh->t_acquired - t_kill) / 1000.0;
+    print_message("the waiter got the lock %.1f ms after the kill\n", after_ms);
+    if (after_ms >= 3000)
+        fail_msg("the waiter got the lock %.1f ms after the holder was killed (bound 3000 ms)", after_ms);
+    assert_true(sh->waiter_token > sh->holder_token);
+    tu_pipe_close(&holder_pipe);
+    tu_pipe_close(&waiter_pipe);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+static void test_crash__tokens_increase_after_the_holder_exits_without_release(void **state)
+{
+    (void)state;
+    kill_shared *sh = tu_shm(sizeof *sh);
+    rowlock_client *b = C();
+    rowlock_lock *lb = L(b, "fu-crash");
+    pid_t h;
+    double ms;
+    int rc;
+    tu_pipe_open(&holder_pipe);
+    h = tu_fork(holder, sh, 1);
+    if (tu_await(&holder_pipe, 30000) != 'H')
+        fail_msg("the holder did not get the lock (exit %d)", tu_wait(h, 1000));
+    assert_int_equal(tu_wait(h, 10000), 0);
+    TU_TIMED(ms, rc = rowlock_acquire(lb, 10000, 0));
+    assert_rc(rc, 0, b);
+    if (ms >= 3000)
+        fail_msg("the lock of an exited holder was free only after %.1f ms", ms);
+    assert_true(rowlock_lock_token(lb) > sh->holder_token);
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_pipe_close(&holder_pipe);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+/* ---- fault: private server restart / crash ---------------------------------------------------------- */
+
+static void test_restart__release_after_a_server_restart_is_never_a_silent_success(void **state)
+{
+    (void)state;
+    tu_sandbox sb;
+    const char *how[] = { "restart", "kill" };
+    rowlock_client *a, *b;
+    uint64_t prev = 0;
+
+    if (tu_sandbox_start(&sb) != 0)
+        skip();
+    tu_table_fresh(sb.cnf, "t_fu_restart");
+    a = tu_client_at(sb.cnf, "t_fu_restart");
+    for (int k = 0; k < 2; k++) {
+        rowlock_lock *la = L(a, "r"), *la2, *lb;
+        uint64_t t1, t2;
+        int rc;
+        assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+        t1 = rowlock_lock_token(la);
+        assert_true(t1 > prev);
+
+        tu_sandbox_cmd(&sb, how[k]);
+        if (strcmp(how[k], "kill") == 0)
+            tu_sandbox_cmd(&sb, "start");
+
+        rc = rowlock_release(la);
+        if (rc != ROWLOCK_ENOTOWNER && rc != ROWLOCK_EDB)
+            fail_msg("after a server %s, release of the lost lock gave %s (%s)", how[k], rowlock_error_name(rc),
+                     rowlock_client_errmsg(a));
+        tu_lock_free(la);
+
+        /* The same client takes it again (it reconnects), and holds it for real. */
+        la2 = L(a, "r");
+        rc = rowlock_acquire(la2, 5000, 0);
+        if (rc == ROWLOCK_EDB) /* the first call after the restart may report the dead session */
+            rc = rowlock_acquire(la2, 5000, 0);
+        assert_rc(rc, 0, a);
+        t2 = rowlock_lock_token(la2);
+        if (t2 <= t1)
+            fail_msg("after a server %s: token %llu, before it %llu", how[k], (unsigned long long)t2,
+                     (unsigned long long)t1);
+        b = tu_client_at(sb.cnf, "t_fu_restart");
+        lb = L(b, "r");
+        assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+        assert_rc(rowlock_release(la2), 0, a);
+        assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+        assert_rc(rowlock_release(lb), 0, b);
+        tu_lock_free(lb);
+        tu_client_free(b);
+        tu_lock_free(la2);
+        prev = t2;
+    }
+    tu_client_free(a);
+    tu_sandbox_stop(&sb);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest main_tests[] = {
+        TU_TEST(test_wait__bound_is_honoured),
+        TU_TEST(test_second_name__on_the_same_client_is_unsupported),
+        TU_TEST(test_renew__succeeds_while_the_transaction_lives),
+        TU_TEST(test_force_release__is_unsupported_for_a_for_update_name),
+        TU_TEST(test_inspect__probes_without_blocking_or_taking_the_lock),
+        TU_TEST(test_wrapped__application_commit_releases_the_lock),
+        TU_TEST(test_wrapped__acquire_inside_an_application_transaction_is_refused),
+    };
+    const struct CMUnitTest fault_tests[] = {
+        TU_TEST(test_kill9__of_the_holder_hands_the_lock_to_the_waiter_at_once),
+        TU_TEST(test_crash__tokens_increase_after_the_holder_exits_without_release),
+        TU_TEST(test_restart__release_after_a_server_restart_is_never_a_silent_success),
+    };
+    const char *group = argc > 1 ? argv[1] : "main";
+    const char *filter = argc > 2 ? argv[2] : NULL;
+    if (strcmp(group, "main") == 0)
+        return tu_main("for-update main", main_tests, sizeof main_tests / sizeof main_tests[0], group_setup,
+                       filter);
+    if (strcmp(group, "fault") == 0) {
+        strcat(TABLE, "_f");
+        return tu_main("for-update fault", fault_tests, sizeof fault_tests / sizeof fault_tests[0], group_setup,
+                       filter);
+    }
+    fprintf(stderr, "usage: %s [main|fault] [test-filter]\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,468 @@
+/*
+ * Pure-logic unit tests: no server. Linked with the library's objects, so the
+ * internal helpers from src/rowlock_int.h are callable.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rowlock_int.h"
+
+/* ---- backoff ------------------------------------------------------------------ */
+
+static const uint32_t some_rnd[] = { 0u, 1u, 2u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu,
+                                     12345u, 0xdeadbeefu, 0x9e3779b9u, 0x55555555u, 0xaaaaaaaau };
+#define N_RND (sizeof some_rnd / sizeof some_rnd[0])
+
+/* min(cap, base * 2^attempt) without overflow. */
+static int64_t envelope(unsigned attempt, int64_t base, int64_t cap)
+{
+    int64_t v = base;
+    for (unsigned i = 0; i < attempt && v < cap; i++)
+        v = v > INT64_MAX / 2 ? INT64_MAX : v * 2;
+    return v < cap ? v : cap;
+}
+
+static void check_bounds(int64_t base, int64_t cap)
+{
+    for (unsigned a = 0; a < 80; a++) {
+        for (size_t k = 0; k < N_RND; k++) {
+            int64_t v = rowlock__backoff_us(a, base, cap, some_rnd[k]);
+            int64_t hi = envelope(a, base, cap);
+            if (v < base / 2 || v > hi)
+                fail_msg("backoff(attempt %u, base %lld, cap %lld, rnd %#x) = %lld, not in [%lld, %lld]",
+                         a, (long long)base, (long long)cap, some_rnd[k], (long long)v,
+                         (long long)(base / 2), (long long)hi);
+        }
+    }
+}
+
+static void test_backoff__stays_between_half_base_and_capped_envelope(void **state)
+{
+    (void)state;
+    check_bounds(1000, 100000);
+    check_bounds(2000, 250000);
+    check_bounds(1, 1000000);
+    check_bounds(5000, 5000);
+}
+
+static void test_backoff__never_exceeds_cap_even_for_huge_attempts(void **state)
+{
+    (void)state;
+    const unsigned attempts[] = { 63, 64, 65, 100, 1000, 100000, UINT_MAX };
+    for (size_t i = 0; i < sizeof attempts / sizeof attempts[0]; i++)
+        for (size_t k = 0; k < N_RND; k++) {
+            int64_t v = rowlock__backoff_us(attempts[i], 1000, 200000, some_rnd[k]);
+            assert_true(v <= 200000);
+            assert_true(v >= 500);
+        }
+}
+
+static void test_backoff__grows_with_attempts_until_the_cap(void **state)
+{
+    (void)state;
+    const int64_t base = 1000, cap = 1000 * 64;
+    double prev_mean = -1;
+    int64_t prev_max = -1;
+    /* Mean over many rnd values strictly grows while the envelope grows. */
+    for (unsigned a = 0; a <= 6; a++) {
+        double sum = 0;
+        int64_t mx = 0;
+        uint64_t st = 42;
+        for (int k = 0; k < 4000; k++) {
+            int64_t v = rowlock__backoff_us(a, base, cap, rowlock__rand32(&st));
+            sum += (double)v;
+            if (v > mx)
+                mx = v;
+        }
+        if (a > 0 && !(sum / 4000 > prev_mean))
+            fail_msg("mean backoff did not grow from attempt %u (%.0f) to %u (%.0f)", a - 1,
+                     prev_mean, a, sum / 4000);
+        assert_true(mx >= prev_max);
+        prev_mean = sum / 4000;
+        prev_max = mx;
+    }
+    /* The largest value reaches (close to) the cap once the envelope is there. */
+    {
+        int64_t mx = 0;
+        uint64_t st = 99;
+        for (int k = 0; k < 4000; k++) {
+            int64_t v = rowlock__backoff_us(20, base, cap, rowlock__rand32(&st));
+            if (v > mx)
+                mx = v;
+        }
+        assert_true(mx >= cap * 9 / 10);
+    }
+}
+
+/* Over many rnd values, one attempt's delays spread over its interval. */
+static void test_backoff__jitter_spreads_over_the_interval(void **state)
+{
+    (void)state;
+    const int64_t lo = 1000 / 2, hi = 1000 * 32; /* attempt 5, base 1000, cap 1000000 */
+    int64_t mn = INT64_MAX, mx = 0;
+    uint64_t st = 1234;
+    for (int k = 0; k < 4000; k++) {
+        int64_t v = rowlock__backoff_us(5, 1000, 1000000, rowlock__rand32(&st));
+        if (v < mn)
+            mn = v;
+        if (v > mx)
+            mx = v;
+    }
+    assert_true(mn >= lo && mx <= hi);
+    /* Real jitter: the delays cover a good part of the interval (at least
+     * 40% of the envelope) and reach its top. */
+    if (mx - mn < hi * 4 / 10 || mx < hi - hi / 20)
+        fail_msg("backoff jitter covers only [%lld, %lld] of [%lld, %lld]", (long long)mn,
+                 (long long)mx, (long long)lo, (long long)hi);
+}
+
+static void test_backoff__is_deterministic_for_a_given_rnd(void **state)
+{
+    (void)state;
+    for (unsigned a = 0; a < 20; a++)
+        for (size_t k = 0; k < N_RND; k++)
+            assert_int_equal(rowlock__backoff_us(a, 1500, 300000, some_rnd[k]),
+                             rowlock__backoff_us(a, 1500, 300000, some_rnd[k]));
+}
+
+static void test_rand32__is_deterministic_per_seed_and_varies(void **state)
+{
+    (void)state;
+    uint64_t a = 7, b = 7, c = 8;
+    uint32_t first = 0;
+    int differs = 0, differs_seed = 0;
+    for (int i = 0; i < 100; i++) {
+        uint32_t x = rowlock__rand32(&a), y = rowlock__rand32(&b), z = rowlock__rand32(&c);
+        assert_int_equal(x, y);
+        if (i == 0)
+            first = x;
+        else if (x != first)
+            differs = 1;
+        if (x != z)
+            differs_seed = 1;
+    }
+    assert_true(differs);
+    assert_true(differs_seed);
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------------- */
+
+static void utf8_ok(const char *s, size_t n)
+{
+    size_t bad = 9999;
+    const char *why = rowlock__utf8_check((const unsigned char *)s, n, &bad);
+    if (why != NULL) {
+        char hex[256] = "";
+        for (size_t i = 0; i < n && i < 60; i++)
+            snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%02x ", (unsigned char)s[i]);
+        fail_msg("utf8_check(%s) refused a valid string: %s (at %zu)", hex, why, bad);
+    }
+}
+
+/* Invalid; expect_at == (size_t)-1: do not check the position. */
+static void utf8_bad(const char *s, size_t n, size_t expect_at)
+{
+    size_t bad = 9999;
+    const char *why = rowlock__utf8_check((const unsigned char *)s, n, &bad);
+    char hex[256] = "";
+    for (size_t i = 0; i < n && i < 60; i++)
+        snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%02x ", (unsigned char)s[i]);
+    if (why == NULL)
+        fail_msg("utf8_check(%s) accepted an invalid string", hex);
+    assert_true(why[0] != '\0');
+    if (bad >= n)
+        fail_msg("utf8_check(%s): bad_at %zu is outside the %zu-byte string", hex, bad, n);
+    if (expect_at != (size_t)-1 && bad != expect_at)
+        fail_msg("utf8_check(%s): bad_at %zu, expected %zu", hex, bad, expect_at);
+}
+
+#define OK(lit) utf8_ok(lit, sizeof(lit) - 1)
+#define BAD(lit, at) utf8_bad(lit, sizeof(lit) - 1, at)
+
+static void test_utf8__accepts_valid_sequences(void **state)
+{
+    (void)state;
+    OK("plain ascii");
+    OK("\x01\x7f");
+    OK("\xc2\x80");           /* U+0080, smallest 2-byte */
+    OK("\xdf\xbf");           /* U+07FF */
+    OK("\xe0\xa0\x80");       /* U+0800, smallest 3-byte */
+    OK("\xe9\x94\x81");       /* 锁 */
+    OK("\xed\x9f\xbf");       /* U+D7FF, just below the surrogates */
+    OK("\xee\x80\x80");       /* U+E000, just above */
+    OK("\xef\xbf\xbf");       /* U+FFFF */
+    OK("\xf0\x90\x80\x80");   /* U+10000, smallest 4-byte */
+    OK("\xf0\x9f\x94\x92");   /* 🔒 */
+    OK("\xf4\x8f\xbf\xbf");   /* U+10FFFF, the last code point */
+    OK("a\xc3\xa9z\xe9\x94\x81\xf0\x9f\x94\x92!");
+}
+
+static void test_utf8__refuses_invalid_sequences(void **state)
+{
+    (void)state;
+    const size_t any = (size_t)-1;
+    BAD("\xff", 0);
+    BAD("ab\xff", 2);
+    BAD("\xfe", 0);
+    BAD("\x80", 0);               /* lone continuation byte */
+    BAD("ab\xbf", 2);
+    BAD("\xe4\xb8", any);         /* truncated 3-byte sequence */
+    BAD("a\xe4\xb8", any);
+    BAD("\xf0\x9f\x94", any);     /* truncated 4-byte sequence */
+    BAD("\xc3", any);             /* truncated 2-byte */
+    BAD("\xe4\xb8z", any);        /* continuation replaced by ASCII */
+    BAD("\xc0\xaf", 0);           /* overlong '/' */
+    BAD("ab\xc0\xaf", 2);
+    BAD("\xc1\xbf", 0);           /* overlong U+007F */
+    BAD("\xe0\x80\xaf", any);     /* overlong 3-byte */
+    BAD("\xe0\x9f\xbf", any);     /* overlong U+07FF */
+    BAD("\xf0\x80\x80\xaf", any); /* overlong 4-byte */
+    BAD("\xf0\x8f\xbf\xbf", any); /* overlong U+FFFF */
+    BAD("\xed\xa0\x80", any);     /* U+D800, high surrogate */
+    BAD("\xed\xbf\xbf", any);     /* U+DFFF, low surrogate */
+    BAD("\xed\xa0\xbd\xed\xb4\x92", any); /* CESU-8 surrogate pair */
+    BAD("\xf4\x90\x80\x80", any); /* U+110000 > U+10FFFF */
+    BAD("\xf5\x80\x80\x80", any);
+    BAD("\xf8\x88\x80\x80\x80", any); /* 5-byte form */
+    BAD("\xfc\x84\x80\x80\x80\x80", any);
+}
+
+/* ---- db_classify ---------------------------------------------------------------------- */
+
+static void test_db_classify__maps_server_errors(void **state)
+{
+    (void)state;
+    /* lock wait timeout, deadlock, max_statement_time exceeded: somebody holds it */
+    assert_int_equal(rowlock__db_classify(1205), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1213), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1969), ROWLOCK__DB_BUSY);
+    /* table does not exist */
+    assert_int_equal(rowlock__db_classify(1146), ROWLOCK__DB_SCHEMA);
+    /* can't connect (socket / TCP), server gone away, lost connection */
+    assert_int_equal(rowlock__db_classify(2002), ROWLOCK__DB_CONN);
+    assert_int_equal(rowlock__db_classify(2003), ROWLOCK__DB_CONN);
+    assert_int_equal(rowlock__db_classify(2006), ROWLOCK__DB_CONN);
+    assert_int_equal(rowlock__db_classify(2013), ROWLOCK__DB_CONN);
+    /* duplicate key */
+    assert_int_equal(rowlock__db_classify(1062), ROWLOCK__DB_DUP);
+    /* anything else */
+    assert_int_equal(rowlock__db_classify(0), ROWLOCK__DB_OTHER);
+    assert_int_equal(rowlock__db_classify(1064), ROWLOCK__DB_OTHER); /* syntax */
+    assert_int_equal(rowlock__db_classify(1045), ROWLOCK__DB_OTHER); /* access denied */
+    assert_int_equal(rowlock__db_classify(1048), ROWLOCK__DB_OTHER); /* column cannot be null */
+    assert_int_equal(rowlock__db_classify(1292), ROWLOCK__DB_OTHER); /* truncated value */
+    assert_int_equal(rowlock__db_classify(99999), ROWLOCK__DB_OTHER);
+}
+
+/* ---- table names -------------------------------------------------------------------------- */
+
+static void test_table_name_check__accepts_identifier_characters_up_to_57_bytes(void **state)
+{
+    (void)state;
+    char n57[ROWLOCK_TABLE_MAX + 1];
+    memset(n57, 'a', ROWLOCK_TABLE_MAX);
+    n57[ROWLOCK_TABLE_MAX] = '\0';
+    assert_int_equal(rowlock__table_name_check("rowlock_locks"), 0);
+    assert_int_equal(rowlock__table_name_check("T"), 0);
+    assert_int_equal(rowlock__table_name_check("Locks_2024_x"), 0);
+    assert_int_equal(rowlock__table_name_check("9lives"), 0);
+    assert_int_equal(rowlock__table_name_check(n57), 0);
+}
+
+static void test_table_name_check__refuses_everything_else(void **state)
+{
+    (void)state;
+    char n58[ROWLOCK_TABLE_MAX + 2];
+    const char *bad[] = { "", "a-b", "a b", "a`b", "a;b", "a.b", "db.t", "a'b", "a\"b", "a\\b",
+                          "a%", "t\n", "\xc3\xa9t\xc3\xa9", "locks)" };
+    memset(n58, 'a', ROWLOCK_TABLE_MAX + 1);
+    n58[ROWLOCK_TABLE_MAX + 1] = '\0';
+    assert_int_not_equal(rowlock__table_name_check(n58), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rowlock__table_name_check(bad[i]) == 0)
+            fail_msg("table name \"%s\" was accepted", bad[i]);
+}
+
+/* ---- lock names ------------------------------------------------------------------------------- */
+
+static void test_name_check__accepts_1_to_255_bytes_of_utf8(void **state)
+{
+    (void)state;
+    char n255[256];
+    const char *why = "untouched";
+    memset(n255, 'x', 255);
+    n255[255] = '\0';
+    assert_int_equal(rowlock_name_check("a", NULL), 0);
+    assert_int_equal(rowlock_name_check(n255, &why), 0);
+    assert_int_equal(rowlock_name_check("it's \"quoted\" `x` \\ % _", NULL), 0);
+    assert_int_equal(rowlock_name_check("\xe9\x94\x81\xf0\x9f\x94\x92", NULL), 0);
+    /* 85 x 3-byte character = 255 bytes */
+    {
+        char m[256] = "";
+        for (int i = 0; i < 85; i++)
+            strcat(m, "\xe9\x94\x81");
+        assert_int_equal(strlen(m), 255);
+        assert_int_equal(rowlock_name_check(m, NULL), 0);
+    }
+}
+
+static void test_name_check__refuses_bad_names_with_a_reason(void **state)
+{
+    (void)state;
+    char n256[257];
+    const char *bad[] = { "", n256, "\xff", "\xe4\xb8", "\xc0\xaf", "\xed\xa0\x80", "ok\xf4\x90\x80\x80",
+                          "a\x80" };
+    memset(n256, 'x', 256);
+    n256[256] = '\0';
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *why = NULL;
+        if (rowlock_name_check(bad[i], &why) != ROWLOCK_EINVALID)
+            fail_msg("bad name #%zu accepted", i);
+        assert_non_null(why);
+        assert_true(why[0] != '\0');
+        assert_int_equal(rowlock_name_check(bad[i], NULL), ROWLOCK_EINVALID);
+    }
+    {
+        const char *why = NULL;
+        assert_int_equal(rowlock_name_check(NULL, &why), ROWLOCK_EINVALID);
+        assert_non_null(why);
+    }
+}
+
+/* 85 x 3 bytes + one more byte of a 3-byte character: 258 bytes. */
+static void test_name_check__counts_bytes_not_characters(void **state)
+{
+    (void)state;
+    char m[300] = "";
+    for (int i = 0; i < 86; i++)
+        strcat(m, "\xe9\x94\x81");
+    assert_int_equal(rowlock_name_check(m, NULL), ROWLOCK_EINVALID);
+}
+
+/* lock_new checks the name without a server, and says why. */
+static void test_lock_new__refuses_bad_names_without_a_server(void **state)
+{
+    (void)state;
+    rowlock_client *c = NULL;
+    rowlock_lock *l = NULL;
+    char n256[257];
+    memset(n256, 'x', 256);
+    n256[256] = '\0';
+    assert_int_equal(rowlock_client_new(&c), 0);
+
+    assert_int_equal(rowlock_lock_new(&l, c, "", NULL), ROWLOCK_EINVALID);
+    assert_null(l);
+    assert_non_null(strstr(rowlock_client_errmsg(c), "empty"));
+    assert_int_equal(rowlock_lock_new(&l, c, n256, NULL), ROWLOCK_EINVALID);
+    assert_null(l);
+    assert_non_null(strstr(rowlock_client_errmsg(c), "256"));
+    assert_int_equal(rowlock_lock_new(&l, c, "ab\xff", NULL), ROWLOCK_EINVALID);
+    assert_null(l);
+    assert_non_null(strstr(rowlock_client_errmsg(c), "UTF-8"));
+
+    assert_int_equal(rowlock_lock_new(&l, c, "fine", NULL), 0);
+    assert_non_null(l);
+    assert_string_equal(rowlock_lock_name(l), "fine");
+    assert_int_equal(rowlock_lock_strategy(l), ROWLOCK_STRATEGY_INSERT);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_int_equal(rowlock_lock_token(l), 0);
+    /* Not connected: acquiring cannot succeed. */
+    assert_int_not_equal(rowlock_acquire(l, 0, 1000), 0);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+}
+
+/* ---- strategies -------------------------------------------------------------------------------- */
+
+static void test_strategy__parse_and_name_round_trip(void **state)
+{
+    (void)state;
+    const struct { const char *name; rowlock_strategy s; } t[] = {
+        { "insert", ROWLOCK_STRATEGY_INSERT },
+        { "for-update", ROWLOCK_STRATEGY_FOR_UPDATE },
+        { "optimistic", ROWLOCK_STRATEGY_OPTIMISTIC },
+    };
+    for (size_t i = 0; i < 3; i++) {
+        rowlock_strategy s = (rowlock_strategy)0;
+        assert_int_equal(rowlock_strategy_parse(&s, t[i].name), 0);
+        assert_int_equal(s, t[i].s);
+        assert_string_equal(rowlock_strategy_name(t[i].s), t[i].name);
+    }
+}
+
+static void test_strategy__unknown_values_are_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = { "", "bogus", "insert ", " insert", "forupdate", "optimist", "inserts" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rowlock_strategy s = (rowlock_strategy)0;
+        if (rowlock_strategy_parse(&s, bad[i]) != ROWLOCK_EINVALID)
+            fail_msg("strategy \"%s\" was accepted", bad[i]);
+    }
+    assert_null(rowlock_strategy_name((rowlock_strategy)0));
+    assert_null(rowlock_strategy_name((rowlock_strategy)4));
+    assert_null(rowlock_strategy_name((rowlock_strategy)-1));
+}
+
+/* ---- error table (no server needed) -------------------------------------------------------------- */
+
+static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
+{
+    (void)state;
+    const struct { int code; const char *name; } t[] = {
+        { ROWLOCK_OK, "ROWLOCK_OK" },           { ROWLOCK_EBUSY, "ROWLOCK_EBUSY" },
+        { ROWLOCK_ENOTOWNER, "ROWLOCK_ENOTOWNER" }, { ROWLOCK_EINVALID, "ROWLOCK_EINVALID" },
+        { ROWLOCK_EDB, "ROWLOCK_EDB" },         { ROWLOCK_ESCHEMA, "ROWLOCK_ESCHEMA" },
+        { ROWLOCK_EUNSUPPORTED, "ROWLOCK_EUNSUPPORTED" }, { ROWLOCK_ENOMEM, "ROWLOCK_ENOMEM" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        assert_string_equal(rowlock_error_name(t[i].code), t[i].name);
+        assert_non_null(rowlock_strerror(t[i].code));
+        assert_true(strlen(rowlock_strerror(t[i].code)) > 0);
+        assert_string_not_equal(rowlock_strerror(t[i].code), "unknown error");
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(rowlock_strerror(t[i].code), rowlock_strerror(t[j].code));
+    }
+    assert_string_equal(rowlock_strerror(-8), "unknown error");
+    assert_string_equal(rowlock_strerror(1), "unknown error");
+    assert_string_equal(rowlock_strerror(INT_MIN), "unknown error");
+    assert_string_equal(rowlock_error_name(-8), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_error_name(42), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_error_name(INT_MIN), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_version(), ROWLOCK_VERSION_STRING);
+    assert_true(rowlock_schema_version_expected() >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backoff__stays_between_half_base_and_capped_envelope),
+        cmocka_unit_test(test_backoff__never_exceeds_cap_even_for_huge_attempts),
+        cmocka_unit_test(test_backoff__grows_with_attempts_until_the_cap),
+        cmocka_unit_test(test_backoff__jitter_spreads_over_the_interval),
+        cmocka_unit_test(test_backoff__is_deterministic_for_a_given_rnd),
+        cmocka_unit_test(test_rand32__is_deterministic_per_seed_and_varies),
+        cmocka_unit_test(test_utf8__accepts_valid_sequences),
+        cmocka_unit_test(test_utf8__refuses_invalid_sequences),
+        cmocka_unit_test(test_db_classify__maps_server_errors),
+        cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
+        cmocka_unit_test(test_table_name_check__refuses_everything_else),
+        cmocka_unit_test(test_name_check__accepts_1_to_255_bytes_of_utf8),
+        cmocka_unit_test(test_name_check__refuses_bad_names_with_a_reason),
+        cmocka_unit_test(test_name_check__counts_bytes_not_characters),
+        cmocka_unit_test(test_lock_new__refuses_bad_names_without_a_server),
+        cmocka_unit_test(test_strategy__parse_and_name_round_trip),
+        cmocka_unit_test(test_strategy__unknown_values_are_refused),
+        cmocka_unit_test(test_errors__every_code_has_a_name_and_a_sentence),
+    };
+    return cmocka_run_group_tests_name("unit", tests, NULL, NULL);
+}

@@ -1,0 +1,600 @@
+/*
+ * Shared by the command-line tools: connection options, option files,
+ * password prompt, exit codes, small output helpers. Public API only.
+ */
+#include "cli_common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+const char cli_conn_help[] =
+    "Connection options (also read from MySQL option files, groups [client] and [rowlock]):\n"
+    "  --defaults-file=FILE     read only this option file (also $ROWLOCK_DEFAULTS_FILE)\n"
+    "  --host=HOST              server host\n"
+    "  --port=PORT              server TCP port\n"
+    "  --socket=PATH            server unix socket\n"
+    "  --user=USER              user name\n"
+    "  --password               ask for the password on the terminal (never give it in argv;\n"
+    "                           put it in an option file instead)\n"
+    "  --database=DB            database holding the lock table\n"
+    "  --table=NAME             lock table (default rowlock_locks, or [rowlock] table=)\n"
+    "  --ssl-mode=MODE          DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY\n"
+    "  --ssl-ca=FILE            CA certificate file for VERIFY_CA/VERIFY_IDENTITY\n"
+    "  --connect-timeout=SECS   connect timeout in seconds (default 10)\n";
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static void secure_zero(void *p, size_t n)
+{
+    volatile unsigned char *v = p;
+    while (n--)
+        *v++ = 0;
+}
+
+static int cc_own(cli_conn *cc, char *s)
+{
+    if ((size_t)cc->nowned >= sizeof cc->owned / sizeof cc->owned[0])
+        return -1;
+    cc->owned[cc->nowned++] = s;
+    return 0;
+}
+
+double cli_parse_seconds(const char *s)
+{
+    /* digits [ "." digits ] or "." digits; nothing else (no sign, exponent, hex, inf). */
+    const char *p = s;
+    double v = 0.0, scale = 0.1;
+    int digits = 0;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10.0 + (double)(*p - '0');
+        digits++;
+        p++;
+        if (v > 1e9)
+            return -1;
+    }
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            v += scale * (double)(*p - '0');
+            scale /= 10.0;
+            digits++;
+            p++;
+        }
+    }
+    if (*p != '\0' || digits == 0)
+        return -1;
+    return v;
+}
+
+int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
+                   unsigned long long *out)
+{
+    unsigned long long v = 0;
+    const char *p = s;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        if (v > (ULLONG_MAX - 9) / 10)
+            return -1;
+        v = v * 10 + (unsigned long long)(*p - '0');
+    }
+    if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (1-4), 0 if invalid. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c >= 0xE0 && c <= 0xEF) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xE0 && s[1] < 0xA0)
+            return 0; /* overlong */
+        if (c == 0xED && s[1] >= 0xA0)
+            return 0; /* surrogate */
+        return 3;
+    }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if ((s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 || (s[3] & 0xC0) != 0x80)
+            return 0;
+        if (c == 0xF0 && s[1] < 0x90)
+            return 0;
+        if (c == 0xF4 && s[1] >= 0x90)
+            return 0;
+        return 4;
+    }
+    return 0;
+}
+
+void cli_json_string(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+
+    fputc('"', f);
+    while (*s) {
+        unsigned char c = *s;
+        size_t n;
+        switch (c) {
+        case '"':  fputs("\\\"", f); s++; continue;
+        case '\\': fputs("\\\\", f); s++; continue;
+        case '\b': fputs("\\b", f); s++; continue;
+        case '\f': fputs("\\f", f); s++; continue;
+        case '\n': fputs("\\n", f); s++; continue;
+        case '\r': fputs("\\r", f); s++; continue;
+        case '\t': fputs("\\t", f); s++; continue;
+        default: break;
+        }
+        if (c < 0x20 || c == 0x7F) {
+            fprintf(f, "\\u%04x", (unsigned)c);
+            s++;
+            continue;
+        }
+        n = utf8_seq(s);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            s++;
+        } else if (n == 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9)) {
+            /* U+2028/U+2029: valid JSON, but escape them for JavaScript consumers */
+            fprintf(f, "\\u%04x", s[2] == 0xA8 ? 0x2028u : 0x2029u);
+            s += 3;
+        } else {
+            fwrite(s, 1, n, f);
+            s += n;
+        }
+    }
+    fputc('"', f);
+}
+
+char *cli_format_utc_us(char *buf, size_t cap, int64_t us)
+{
+    struct tm tm;
+    time_t t;
+    int64_t sec, frac;
+
+    if (cap == 0)
+        return buf;
+    if (us == 0) {
+        snprintf(buf, cap, "-");
+        return buf;
+    }
+    sec = us / 1000000;
+    frac = us % 1000000;
+    if (frac < 0) {
+        frac += 1000000;
+        sec -= 1;
+    }
+    t = (time_t)sec;
+    if (gmtime_r(&t, &tm) == NULL) {
+        snprintf(buf, cap, "-");
+        return buf;
+    }
+    snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
+    return buf;
+}
+
+int cli_exit_for(int code)
+{
+    return code == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+}
+
+/* Print msg with newlines/control characters flattened to spaces (one line). */
+static void put_one_line(FILE *f, const char *msg)
+{
+    for (; *msg; msg++)
+        fputc(((unsigned char)*msg < 0x20) ? ' ' : *msg, f);
+}
+
+void cli_report(const char *prog, const char *what, const rowlock_client *c, int code)
+{
+    const char *msg = c ? rowlock_client_errmsg(c) : "";
+
+    fprintf(stderr, "%s: ", prog);
+    if (what && *what) {
+        put_one_line(stderr, what);
+        fputs(": ", stderr);
+    }
+    put_one_line(stderr, (msg && *msg) ? msg : rowlock_strerror(code));
+    fprintf(stderr, " (%s)", rowlock_error_name(code));
+    if (code == ROWLOCK_ESCHEMA && (msg == NULL || strstr(msg, "rowlock migrate") == NULL))
+        fputs("; run `rowlock migrate` to create or upgrade the lock table", stderr);
+    fputc('\n', stderr);
+}
+
+/* ---- connection options -------------------------------------------------- */
+
+void cli_conn_init(cli_conn *cc)
+{
+    rowlock_client_options init = ROWLOCK_CLIENT_OPTIONS_INIT;
+    const char *env;
+
+    memset(cc, 0, sizeof *cc);
+    cc->opts = init;
+    env = getenv("ROWLOCK_DEFAULTS_FILE");
+    if (env != NULL && *env != '\0')
+        cc->opts.defaults_file = env;
+}
+
+static int parse_tls_mode(const char *v, rowlock_tls_mode *out)
+{
+    static const struct { const char *name; rowlock_tls_mode mode; } modes[] = {
+        { "DISABLED", ROWLOCK_TLS_DISABLED },     { "PREFERRED", ROWLOCK_TLS_PREFERRED },
+        { "REQUIRED", ROWLOCK_TLS_REQUIRED },     { "VERIFY_CA", ROWLOCK_TLS_VERIFY_CA },
+        { "VERIFY_IDENTITY", ROWLOCK_TLS_VERIFY_IDENTITY },
+    };
+    size_t k;
+    for (k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        if (strcasecmp(v, modes[k].name) == 0) {
+            *out = modes[k].mode;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+enum {
+    OPT_DEFAULTS_FILE, OPT_HOST, OPT_PORT, OPT_SOCKET, OPT_USER, OPT_DATABASE, OPT_TABLE,
+    OPT_SSL_MODE, OPT_SSL_CA, OPT_CONNECT_TIMEOUT, OPT_PASSWORD
+};
+
+static const struct { const char *name; int id; } conn_opts[] = {
+    { "defaults-file", OPT_DEFAULTS_FILE }, { "host", OPT_HOST },
+    { "port", OPT_PORT },                   { "socket", OPT_SOCKET },
+    { "user", OPT_USER },                   { "database", OPT_DATABASE },
+    { "table", OPT_TABLE },                 { "ssl-mode", OPT_SSL_MODE },
+    { "ssl-ca", OPT_SSL_CA },               { "connect-timeout", OPT_CONNECT_TIMEOUT },
+    { "password", OPT_PASSWORD },
+};
+
+int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    const char *name, *eq, *val = NULL;
+    size_t nlen, k;
+    int id = -1;
+
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+        return 0;
+    name = arg + 2;
+    eq = strchr(name, '=');
+    nlen = eq ? (size_t)(eq - name) : strlen(name);
+    for (k = 0; k < sizeof conn_opts / sizeof conn_opts[0]; k++) {
+        if (strlen(conn_opts[k].name) == nlen && strncmp(name, conn_opts[k].name, nlen) == 0) {
+            id = conn_opts[k].id;
+            break;
+        }
+    }
+    if (id < 0)
+        return 0;
+
+    if (id == OPT_PASSWORD) {
+        if (eq != NULL) {
+            fprintf(stderr, "%s: a password is never taken from the command line: "
+                            "use --password without a value (prompt) or an option file\n", prog);
+            return -1;
+        }
+        cc->prompt_password = 1;
+        *i += 1;
+        return 1;
+    }
+
+    if (eq != NULL) {
+        val = eq + 1;
+        *i += 1;
+    } else {
+        if (*i + 1 >= argc) {
+            fprintf(stderr, "%s: option --%s needs a value\n", prog, conn_opts[k].name);
+            return -1;
+        }
+        val = argv[*i + 1];
+        *i += 2;
+    }
+
+    switch (id) {
+    case OPT_DEFAULTS_FILE:
+        if (*val == '\0') {
+            fprintf(stderr, "%s: --defaults-file needs a file name\n", prog);
+            return -1;
+        }
+        cc->opts.defaults_file = val;
+        break;
+    case OPT_HOST:
+        cc->opts.host = val;
+        break;
+    case OPT_PORT: {
+        unsigned long long p;
+        if (cli_parse_uint(val, 1, 65535, &p) != 0) {
+            fprintf(stderr, "%s: --port: '%s' is not a port number (1-65535)\n", prog, val);
+            return -1;
+        }
+        cc->opts.port = (unsigned int)p;
+        break;
+    }
+    case OPT_SOCKET:
+        cc->opts.unix_socket = val;
+        break;
+    case OPT_USER:
+        cc->opts.user = val;
+        break;
+    case OPT_DATABASE:
+        cc->opts.database = val;
+        break;
+    case OPT_TABLE:
+        if (*val == '\0') {
+            fprintf(stderr, "%s: --table needs a table name\n", prog);
+            return -1;
+        }
+        cc->opts.table = val;
+        break;
+    case OPT_SSL_MODE:
+        if (parse_tls_mode(val, &cc->opts.tls_mode) != 0) {
+            fprintf(stderr, "%s: --ssl-mode: unknown mode '%s' (DISABLED, PREFERRED, REQUIRED, "
+                            "VERIFY_CA, VERIFY_IDENTITY)\n", prog, val);
+            return -1;
+        }
+        break;
+    case OPT_SSL_CA:
+        cc->opts.tls_ca = val;
+        break;
+    case OPT_CONNECT_TIMEOUT: {
+        double s = cli_parse_seconds(val);
+        if (s <= 0 || s * 1000.0 > (double)UINT_MAX) {
+            fprintf(stderr, "%s: --connect-timeout: '%s' is not a positive number of seconds\n",
+                    prog, val);
+            return -1;
+        }
+        cc->opts.connect_timeout_ms = (unsigned int)(s * 1000.0 + 0.5);
+        if (cc->opts.connect_timeout_ms == 0)
+            cc->opts.connect_timeout_ms = 1;
+        break;
+    }
+    default:
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- password prompt ----------------------------------------------------- */
+
+static volatile sig_atomic_t prompt_signo;
+
+static void prompt_handler(int signo)
+{
+    prompt_signo = signo;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/*
+ * Read a line from /dev/tty with echo off. Returns a malloc'd string, or NULL
+ * (message printed). A signal while reading restores the terminal and is
+ * re-raised.
+ */
+static char *prompt_password(const char *prog)
+{
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU };
+    enum { NSIGS = sizeof sigs / sizeof sigs[0] };
+    struct sigaction sa, old[NSIGS];
+    struct termios saved, noecho;
+    char *buf = NULL;
+    size_t len = 0, cap = 128;
+    int fd, k, have_termios = 0, fail = 0, sig = 0;
+    const char prompt[] = "Enter password: ";
+
+    fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        fprintf(stderr, "%s: --password: cannot open the terminal to ask for the password: %s\n",
+                prog, strerror(errno));
+        return NULL;
+    }
+    buf = malloc(cap);
+    if (buf == NULL) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        if (close(fd) != 0) { /* nothing more to do */ }
+        return NULL;
+    }
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = prompt_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: read() returns EINTR */
+    prompt_signo = 0;
+    for (k = 0; k < NSIGS; k++)
+        if (sigaction(sigs[k], &sa, &old[k]) != 0)
+            old[k].sa_handler = SIG_DFL;
+
+    if (tcgetattr(fd, &saved) == 0) {
+        have_termios = 1;
+        noecho = saved;
+        noecho.c_lflag &= ~(tcflag_t)(ECHO | ECHONL);
+        noecho.c_lflag |= ICANON;
+        if (tcsetattr(fd, TCSAFLUSH, &noecho) != 0)
+            have_termios = 0;
+    }
+    if (!have_termios) {
+        fprintf(stderr, "%s: --password: cannot turn off terminal echo: %s\n", prog,
+                strerror(errno));
+        fail = 1;
+    }
+    if (!fail && write_all(fd, prompt, sizeof prompt - 1) != 0) {
+        fprintf(stderr, "%s: --password: cannot write to the terminal: %s\n", prog,
+                strerror(errno));
+        fail = 1;
+    }
+
+    while (!fail) {
+        char ch;
+        ssize_t r = read(fd, &ch, 1);
+        if (r < 0) {
+            if (errno == EINTR && prompt_signo == 0)
+                continue;
+            if (errno == EINTR) {
+                sig = prompt_signo;
+                fail = 1;
+                break;
+            }
+            fprintf(stderr, "%s: --password: cannot read from the terminal: %s\n", prog,
+                    strerror(errno));
+            fail = 1;
+            break;
+        }
+        if (r == 0 || ch == '\n' || ch == '\r')
+            break;
+        if (len + 1 >= cap) {
+            char *nb;
+            if (cap >= 4096) {
+                fprintf(stderr, "%s: --password: password too long\n", prog);
+                fail = 1;
+                break;
+            }
+            nb = malloc(cap * 2);
+            if (nb == NULL) {
+                fprintf(stderr, "%s: out of memory\n", prog);
+                fail = 1;
+                break;
+            }
+            memcpy(nb, buf, len);
+            secure_zero(buf, cap);
+            free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+        buf[len++] = ch;
+    }
+    buf[len] = '\0';
+
+    if (have_termios) {
+        if (tcsetattr(fd, TCSAFLUSH, &saved) != 0) { /* best effort: nothing more to do */ }
+        if (write_all(fd, "\n", 1) != 0) { /* best effort */ }
+    }
+    if (close(fd) != 0) { /* read-only use: nothing lost */ }
+    for (k = 0; k < NSIGS; k++)
+        if (sigaction(sigs[k], &old[k], NULL) != 0) { /* keep going */ }
+
+    if (fail) {
+        secure_zero(buf, cap);
+        free(buf);
+        if (sig != 0) {
+            if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+                fprintf(stderr, "%s: --password: prompt interrupted\n", prog);
+            else if (raise(sig) != 0) { /* fall through to the error return */ }
+        }
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- connect ------------------------------------------------------------- */
+
+int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowlock_client **out)
+{
+    rowlock_client *c = NULL;
+    int rc;
+
+    *out = NULL;
+    if (cc->opts.defaults_file != NULL) {
+        struct stat st;
+        int fd = open(cc->opts.defaults_file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fprintf(stderr, "%s: cannot read defaults file '%s': %s\n", prog,
+                    cc->opts.defaults_file, strerror(errno));
+            return CLI_EX_USAGE;
+        }
+        if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+            int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
+            fprintf(stderr, "%s: cannot read defaults file '%s': %s\n", prog,
+                    cc->opts.defaults_file, strerror(e));
+            if (close(fd) != 0) { /* opened read-only: nothing lost */ }
+            return CLI_EX_USAGE;
+        }
+        if (close(fd) != 0) { /* opened read-only: nothing lost */ }
+        cc->opts.flags &= ~(unsigned int)ROWLOCK_CLIENT_READ_DEFAULT_FILES;
+    } else {
+        cc->opts.flags |= ROWLOCK_CLIENT_READ_DEFAULT_FILES;
+    }
+    cc->opts.flags |= extra_flags;
+
+    if (cc->prompt_password && cc->opts.password == NULL) {
+        char *pw = prompt_password(prog);
+        if (pw == NULL)
+            return CLI_EX_USAGE;
+        if (cc_own(cc, pw) != 0) {
+            secure_zero(pw, strlen(pw));
+            free(pw);
+            fprintf(stderr, "%s: internal error: too many owned strings\n", prog);
+            return CLI_EX_USAGE;
+        }
+        cc->opts.password = pw;
+    }
+
+    rc = rowlock_client_new(&c);
+    if (rc != 0) {
+        fprintf(stderr, "%s: cannot create a client: %s (%s)\n", prog, rowlock_strerror(rc),
+                rowlock_error_name(rc));
+        return CLI_EX_UNAVAILABLE;
+    }
+    rc = rowlock_client_connect(c, &cc->opts);
+    if (rc != 0) {
+        const char *what = rc == ROWLOCK_ESCHEMA  ? "lock table schema missing or outdated"
+                           : rc == ROWLOCK_EINVALID ? "bad connection options"
+                                                    : "database unavailable";
+        cli_report(prog, what, c, rc);
+        rowlock_client_free(c);
+        return cli_exit_for(rc);
+    }
+    *out = c;
+    return 0;
+}
+
+void cli_conn_free(cli_conn *cc)
+{
+    int k;
+    if (cc == NULL)
+        return;
+    for (k = 0; k < cc->nowned; k++) {
+        if (cc->owned[k] != NULL) {
+            secure_zero(cc->owned[k], strlen(cc->owned[k]));
+            free(cc->owned[k]);
+            cc->owned[k] = NULL;
+        }
+    }
+    cc->nowned = 0;
+    cc->opts.password = NULL;
+}

@@ -1,0 +1,216 @@
+/*
+ * rowlock-reaper — purge stale lock rows (holders that crashed) in small
+ * batches. Safe to run from several hosts' crontabs at once: the library
+ * re-checks expiry inside each deleting statement, so a live lock is never
+ * deleted, and fencing tokens come from a sequence, so they keep increasing.
+ *
+ *   rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]
+ *                  [--max-seconds S] [--dry-run] [--json] [--quiet]
+ *
+ * See docs/cli.md. Uses only the public API (rowlock.h).
+ */
+#include "cli_common.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+
+static const char PROG[] = "rowlock-reaper";
+
+static const char usage[] =
+    "Usage: rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]\n"
+    "                      [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
+    "\n"
+    "Purge stale lock rows: locks whose lease ended more than --grace seconds ago\n"
+    "(their holders crashed). Rows are deleted in batches so no statement holds\n"
+    "row locks long; a lock that is live when its batch runs is never deleted.\n"
+    "Safe to run from several hosts at once.\n"
+    "\n"
+    "Options:\n"
+    "  --grace=SECONDS       purge leases that ended more than SECONDS ago (default 60)\n"
+    "  --batch=N             rows per deleting statement (default 1000, 1-100000)\n"
+    "  --max-seconds=S       start no new batch after S seconds (default: no limit)\n"
+    "  --dry-run             report what would be purged, change nothing\n"
+    "  --json                print the summary as one JSON object\n"
+    "  --quiet               print nothing unless there is an error\n"
+    "  -h, --help            show this help\n"
+    "  -V, --version         show the version\n"
+    "\n";
+
+static const char usage_tail[] =
+    "\nExit status: 0 ok (also when stopped by --max-seconds), 64 usage error,\n"
+    "69 database unavailable or schema missing/outdated.\n";
+
+/* Value of "--name=V" or "--name V"; NULL if argv[*i] is not --name. Sets
+ * *err when the value is missing. */
+static const char *opt_value(const char *name, int argc, char **argv, int *i, int *err)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+
+    if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, n) != 0)
+        return NULL;
+    if (a[2 + n] == '=') {
+        *i += 1;
+        return a + 3 + n;
+    }
+    if (a[2 + n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "%s: option --%s needs a value\n", PROG, name);
+        *err = 1;
+        return NULL;
+    }
+    *i += 2;
+    return argv[*i - 1];
+}
+
+int main(int argc, char **argv)
+{
+    cli_conn cc;
+    rowlock_client *c = NULL;
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    int i = 1, rc, ex = 0, json = 0, quiet = 0;
+    double grace_s = 60.0, max_s = 0.0;
+    unsigned long long batch = 1000;
+    char ts[48];
+
+    cli_conn_init(&cc);
+    while (i < argc) {
+        const char *a = argv[i], *v;
+        int err = 0, r;
+
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            fputs(cli_conn_help, stdout);
+            fputs(usage_tail, stdout);
+            cli_conn_free(&cc);
+            return fflush(stdout) == 0 ? 0 : CLI_EX_UNAVAILABLE;
+        }
+        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            printf("rowlock-reaper %s (library %s)\n", ROWLOCK_VERSION_STRING, rowlock_version());
+            cli_conn_free(&cc);
+            return fflush(stdout) == 0 ? 0 : CLI_EX_UNAVAILABLE;
+        }
+        if (strcmp(a, "--dry-run") == 0) {
+            ro.dry_run = 1;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            quiet = 1;
+            i++;
+            continue;
+        }
+        if ((v = opt_value("grace", argc, argv, &i, &err)) != NULL) {
+            grace_s = cli_parse_seconds(v);
+            if (grace_s < 0) {
+                fprintf(stderr, "%s: --grace: '%s' is not a non-negative number of seconds\n",
+                        PROG, v);
+                ex = CLI_EX_USAGE;
+                goto out;
+            }
+            continue;
+        }
+        if (!err && (v = opt_value("batch", argc, argv, &i, &err)) != NULL) {
+            if (cli_parse_uint(v, 1, 100000, &batch) != 0) {
+                fprintf(stderr, "%s: --batch: '%s' is not a number of rows 1-100000\n", PROG, v);
+                ex = CLI_EX_USAGE;
+                goto out;
+            }
+            continue;
+        }
+        if (!err && (v = opt_value("max-seconds", argc, argv, &i, &err)) != NULL) {
+            max_s = cli_parse_seconds(v);
+            if (max_s <= 0) {
+                fprintf(stderr, "%s: --max-seconds: '%s' is not a positive number of seconds\n",
+                        PROG, v);
+                ex = CLI_EX_USAGE;
+                goto out;
+            }
+            continue;
+        }
+        if (err) {
+            ex = CLI_EX_USAGE;
+            goto out;
+        }
+        r = cli_conn_parse(&cc, PROG, argc, argv, &i);
+        if (r < 0) {
+            ex = CLI_EX_USAGE;
+            goto out;
+        }
+        if (r > 0)
+            continue;
+        fprintf(stderr, "%s: %s '%s' (see rowlock-reaper --help)\n", PROG,
+                a[0] == '-' ? "unknown option" : "unexpected argument", a);
+        ex = CLI_EX_USAGE;
+        goto out;
+    }
+
+    ro.grace_ms = (int64_t)llround(grace_s * 1000.0);
+    ro.batch = (unsigned int)batch;
+    ro.max_ms = (int64_t)llround(max_s * 1000.0);
+    if (max_s > 0 && ro.max_ms == 0)
+        ro.max_ms = 1;
+
+    rc = cli_conn_open(&cc, PROG, 0, &c);
+    if (rc != 0) {
+        ex = rc;
+        goto out;
+    }
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    rc = rowlock_reap(c, &ro, &st);
+    if (rc != 0) {
+        cli_report(PROG, "reap", c, rc);
+        ex = cli_exit_for(rc);
+        goto out;
+    }
+    if (quiet) {
+        /* nothing */
+    } else if (json) {
+        printf("{\"table\":");
+        cli_json_string(stdout, rowlock_client_table(c));
+        printf(",\"dry_run\":%s,\"purged\":%" PRIu64 ",\"batches\":%" PRIu64 ",\"oldest_expiry\":",
+               ro.dry_run ? "true" : "false", st.purged, st.batches);
+        if (st.oldest_expiry_us) {
+            cli_json_string(stdout, cli_format_utc_us(ts, sizeof ts, st.oldest_expiry_us));
+            printf(",\"oldest_expiry_us\":%" PRId64, st.oldest_expiry_us);
+        } else {
+            printf("null,\"oldest_expiry_us\":null");
+        }
+        printf(",\"duration_s\":%.6f,\"complete\":%s,\"grace_s\":%.3f,\"batch\":%u}\n",
+               (double)st.elapsed_us / 1e6, st.complete ? "true" : "false", grace_s, ro.batch);
+    } else {
+        char batches[48] = "";
+        if (!ro.dry_run)
+            snprintf(batches, sizeof batches, " in %" PRIu64 " batch%s", st.batches,
+                     st.batches == 1 ? "" : "es");
+        printf("%s %" PRIu64 " stale lock%s from %s%s, oldest expiry %s, %.3f s%s%s\n",
+               ro.dry_run ? "would purge" : "purged", st.purged, st.purged == 1 ? "" : "s",
+               rowlock_client_table(c), batches,
+               cli_format_utc_us(ts, sizeof ts, st.oldest_expiry_us), (double)st.elapsed_us / 1e6,
+               st.complete ? "" : "; stopped by --max-seconds, more remain",
+               ro.dry_run ? " (dry run)" : "");
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write output: %s\n", PROG, strerror(errno));
+        ex = CLI_EX_UNAVAILABLE;
+    }
+
+out:
+    rowlock_client_free(c);
+    cli_conn_free(&cc);
+    rowlock_library_end();
+    return ex;
+}
