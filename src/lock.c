@@ -417,7 +417,13 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
     if (info == NULL || info->version != ROWLOCK_INFO_VERSION)
         return rowlock__fail(l->client, ROWLOCK_EINVALID,
                              "inspect %s: info is NULL or its version is not ROWLOCK_INFO_VERSION", l->shown);
-    if (l->ops->inspect)
-        return l->ops->inspect(l, info);
-    return rowlock__row_read(l->client, l->name, l->name_len, info);
+    /* What the row says decides how to look, not the handle's strategy: a
+     * for-update holder is a row lock and needs the strategy's probe. */
+    int rc = rowlock__row_read(l->client, l->name, l->name_len, info);
+    if (rc || !info->exists)
+        return rc;
+    const rowlock__strategy_ops *row_ops = ops_for(info->strategy);
+    if (row_ops && row_ops->inspect)
+        return row_ops->inspect(l, info);
+    return 0;
 }

@@ -31,9 +31,10 @@
 /* ---- util.c ---------------------------------------------------------------- */
 int64_t rowlock__now_us(void); /* monotonic clock */
 int rowlock__random_bytes(void *buf, size_t n);
-/* Exponential backoff with full jitter: the delay before retry `attempt`
- * (0-based), in µs, between base/2 and min(cap, base * 2^attempt). `rnd` is
- * a uniformly random 32-bit value (passed in so tests are deterministic). */
+/* Exponential backoff with equal jitter: the delay before retry `attempt`
+ * (0-based), in µs, uniform in [step/2, step] where step = min(cap,
+ * base * 2^attempt). `rnd` is a uniformly random 32-bit value (passed in so
+ * tests are deterministic). */
 int64_t rowlock__backoff_us(unsigned attempt, int64_t base_us, int64_t cap_us, uint32_t rnd);
 uint32_t rowlock__rand32(uint64_t *state);
 void rowlock__sleep_us(int64_t us);

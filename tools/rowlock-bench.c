@@ -50,9 +50,9 @@ static const char *const sc_names[SC_COUNT] = {
     "uncontended", "hot", "many", "table_size", "reaper"
 };
 
-/* Which strategies a scenario runs (bit per strategy). do1 is not a lock, so
- * it has no hot scenario; everything else runs everywhere. */
-static unsigned sc_applies(int sc, int st)
+/* Whether a scenario runs a strategy: do1 holds nothing, so it has no hot
+ * scenario; everything else runs everywhere. */
+static int sc_applies(int sc, int st)
 {
     return !(sc == SC_HOT && st == ST_DO1);
 }
@@ -486,7 +486,7 @@ typedef struct bclient {
     rstmt acq, rel;
     char name[160];
     char owner[48];
-    char locked[16]; /* GET_LOCK timeout, as text */
+    char timeout[16]; /* GET_LOCK timeout, as text */
     uint64_t token;
     uint64_t rng;
     char err[320];
@@ -600,11 +600,11 @@ static int bc_acquire(bclient *c, int64_t wait_ms)
         /* MariaDB has no "forever" for GET_LOCK: wait in 30 s slices. */
         int forever = wait_ms < 0;
         if (forever)
-            setf(c->locked, sizeof c->locked, "30");
+            setf(c->timeout, sizeof c->timeout, "30");
         else
-            setf(c->locked, sizeof c->locked, "%.3f", (double)wait_ms / 1000.0);
+            setf(c->timeout, sizeof c->timeout, "%.3f", (double)wait_ms / 1000.0);
         p[0] = c->name;
-        p[1] = c->locked;
+        p[1] = c->timeout;
         for (;;) {
             e = rs_exec(&c->acq, p, 2, &v, &isnull, NULL, c->err, sizeof c->err);
             if (e != 0)
@@ -1438,9 +1438,11 @@ static void reap_during(bench *b, void *arg)
 }
 
 /*
- * The reaper: fill the lock table with stale rows, measure a live client's
- * acquire+release loop without the reaper (baseline), then again while
- * rowlock_reap() purges them (grace 0) from the main thread.
+ * The reaper: fill the lock table with stale rows, then run a live client's
+ * acquire+release loop while rowlock_reap() purges them (grace 0) from the
+ * main thread. The baseline is the same loop without the reaper, half just
+ * before the purge (stale rows present) and half just after it, so that it
+ * brackets the purge in time.
  */
 static void scenario_reaper(bench *b)
 {
@@ -1465,17 +1467,18 @@ static void scenario_reaper(bench *b)
         }
         memset(&base, 0, sizeof base);
         memset(&ab, 0, sizeof ab);
-        base.ok = 1;
-        run_round(b, &e.m, b->cfg.seconds, NULL, NULL, &ab, &base);
-        acc_finish(&ab, &base, 1, 0);
-        if (base.ops == 0 && !g_interrupted)
-            res_fail(&base, "no operation completed without the reaper");
         memset(&ra, 0, sizeof ra);
+        base.ok = 1;
+        run_round(b, &e.m, b->cfg.seconds / 2, NULL, NULL, &ab, &base);
         run_round(b, &e.m, 0, reap_during, &ra, &e.a, &b->res[e.res]);
+        run_round(b, &e.m, b->cfg.seconds / 2, NULL, NULL, &ab, &base);
+        acc_finish(&ab, &base, 1, 0);
         r = &b->res[e.res];
         acc_finish(&e.a, r, 1, 0);
         if (!base.ok)
             res_fail(r, base.err);
+        else if (base.ops == 0 && !g_interrupted)
+            res_fail(r, "no operation completed without the reaper");
         r->base_acq_p99 = base.acq_p99;
         r->purge_s = ra.wall_s;
         r->purged = (double)ra.stats.purged;
@@ -1788,9 +1791,9 @@ static void usage(FILE *f)
             "  --scenario LIST      uncontended,hot,many,table_size,reaper (default: all)\n"
             "  --strategies LIST    insert,for-update,optimistic,get_lock,raw_insert_delete,do1\n"
             "                       (default: all)\n"
-            "  --seconds S          seconds per result (default 3, --quick 0.5)\n"
+            "  --seconds S          seconds per result (default 4, --quick 0.5)\n"
             "  --rounds N           split each result into N rounds, taking turns with the\n"
-            "                       other strategies/sizes of its scenario (default 3, --quick 1)\n"
+            "                       other strategies/sizes of its scenario (default 4, --quick 1)\n"
             "  --clients LIST       client counts of the hot scenario (default 2,8,32)\n"
             "  --many-clients N     clients of the many scenario (default 8)\n"
             "  --rows LIST          table sizes for table_size (default 0,100000,1000000;\n"
@@ -1999,9 +2002,9 @@ static int parse_args(bench *b, int argc, char **argv)
         }
     }
     if (!seconds_set)
-        c->seconds = c->quick ? 0.5 : 3.0;
+        c->seconds = c->quick ? 0.5 : 4.0;
     if (c->rounds == 0)
-        c->rounds = c->quick ? 1 : 3;
+        c->rounds = c->quick ? 1 : 4;
     if (!sizes_set) {
         c->sizes[0] = 0;
         c->sizes[1] = c->quick ? 1000 : 100000;

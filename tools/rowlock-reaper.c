@@ -151,8 +151,14 @@ int main(int argc, char **argv)
         }
         if (r > 0)
             continue;
-        fprintf(stderr, "%s: %s '%s' (see rowlock-reaper --help)\n", PROG,
-                a[0] == '-' ? "unknown option" : "unexpected argument", a);
+        if (i > 1 && strcmp(argv[i - 1], "--password") == 0)
+            /* Probably "--password SECRET": never echo it. */
+            fprintf(stderr, "%s: unexpected argument after --password (it takes no value: the "
+                            "password is asked on the terminal, or read from an option file)\n",
+                    PROG);
+        else
+            fprintf(stderr, "%s: %s '%s' (see rowlock-reaper --help)\n", PROG,
+                    a[0] == '-' ? "unknown option" : "unexpected argument", a);
         ex = CLI_EX_USAGE;
         goto out;
     }

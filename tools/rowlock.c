@@ -493,7 +493,6 @@ typedef struct renewer {
     int lost;             /* renew said the lock is gone */
     int lost_code;
     char lost_msg[256];
-    int failing;          /* consecutive failed renewals */
     int wake_fd;          /* write end: tells the main thread about `lost` */
     rowlock_lock *lock;
     const char *shown;    /* the lock name, printable */
@@ -513,7 +512,7 @@ static void copy_msg(char *dst, size_t cap, const char *src)
 
 static void cond_wait_until(renewer *r, int64_t until_us)
 {
-    /* The condvar uses CLOCK_MONOTONIC (see run_child). */
+    /* The condvar uses CLOCK_MONOTONIC (see cmd_run). */
     struct timespec ts;
     ts.tv_sec = (time_t)(until_us / 1000000);
     ts.tv_nsec = (long)(until_us % 1000000) * 1000;
@@ -553,7 +552,6 @@ static void *renew_thread(void *arg)
                         PROG, r->shown, r->token, (double)r->lease_ms / 1000.0,
                         (double)(t1 - t0) / 1e6);
             }
-            r->failing = 0;
             r->last_ok_us = t0; /* the new lease ends after t0 + lease */
             next = t0 + interval;
         } else if (rc == ROWLOCK_EDB || rc == ROWLOCK_ENOMEM) {
@@ -561,7 +559,6 @@ static void *renew_thread(void *arg)
             if (r->verbose)
                 fprintf(stderr, "%s: renewing '%s' failed: %s (%s); retrying\n", PROG,
                         r->shown, msg, rowlock_error_name(rc));
-            r->failing++;
             r->lost_code = rc;
             memcpy(r->lost_msg, msg, sizeof r->lost_msg);
             next = t1 + RETRY_US;
@@ -1067,7 +1064,7 @@ static int cmd_run(cli_conn *cc, int argc, char **argv)
     if (rc == ROWLOCK_EBUSY) {
         if (ra.verbose)
             fprintf(stderr, "%s: lock '%s' is held by another owner; gave up after %.3f s\n", PROG,
-                    ra.name, (double)(t_acq - t_start) / 1e6);
+                    shown, (double)(t_acq - t_start) / 1e6);
         ex = ra.conflict_code;
         goto out;
     }
@@ -1076,10 +1073,24 @@ static int cmd_run(cli_conn *cc, int argc, char **argv)
         ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
         goto out;
     }
+    if (t_acq - t_try > 100000) {
+        /* The successful call waited: the grant was made somewhere within it,
+         * so t_try is a poor lower bound for the lease start. Renew once to
+         * know exactly (a failure here is handled like any failed renewal). */
+        int64_t t0 = mono_us();
+        int r2 = rowlock_renew(l, ra.lease_ms);
+        if (r2 == 0) {
+            t_try = t0;
+        } else if (r2 != ROWLOCK_EDB) {
+            cli_report(PROG, "lost the lock right after acquiring it; COMMAND not started", c, r2);
+            ex = CLI_EX_TEMPFAIL;
+            goto out;
+        }
+    }
     snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rowlock_lock_token(l));
     if (ra.verbose)
         fprintf(stderr, "%s: acquired '%s' in %.3f s (strategy %s, token %s, lease %.3g s)\n", PROG,
-                ra.name, (double)(t_acq - t_start) / 1e6, strategy_str(ra.strategy), tokbuf,
+                shown, (double)(t_acq - t_start) / 1e6, strategy_str(ra.strategy), tokbuf,
                 (double)ra.lease_ms / 1000.0);
 
     if (set_env("ROWLOCK_NAME", ra.name) != 0 || set_env("ROWLOCK_TOKEN", tokbuf) != 0 ||
@@ -1184,7 +1195,7 @@ static int cmd_run(cli_conn *cc, int argc, char **argv)
         th_started = 1;
     }
 
-    ex = supervise(pid, &rn, sfd, wpipe[0], ra.name, what, &lost);
+    ex = supervise(pid, &rn, sfd, wpipe[0], shown, what, &lost);
 
     if (th_started) {
         if (pthread_mutex_lock(&rn.mu) != 0)
@@ -1199,13 +1210,12 @@ static int cmd_run(cli_conn *cc, int argc, char **argv)
     pthread_mutex_destroy(&rn.mu);
 
     if (lost) {
+        /* What may remain is given back by rowlock_lock_free() below (one
+         * attempt, errors ignored: the lease ends by itself). */
+        fprintf(stderr, "%s: %s ended (%s %d) after lock '%s' was lost; exit %d\n", PROG, what,
+                ex >= 128 ? "signal" : "status", ex >= 128 ? ex - 128 : ex, shown,
+                CLI_EX_TEMPFAIL);
         ex = CLI_EX_TEMPFAIL;
-        if (rowlock_lock_held(l) > 0) {
-            /* Give back what may remain (server reachable again); errors are expected. */
-            (void)rowlock_release(l);
-        }
-        fprintf(stderr, "%s: lock '%s' lost while %s was running; exit %d\n", PROG, ra.name,
-                what, CLI_EX_TEMPFAIL);
         goto out;
     }
 
@@ -1218,7 +1228,7 @@ release:
         } else if (r2 != 0) {
             cli_report(PROG, "warning: cannot release the lock (it ends with its lease)", c, r2);
         } else if (ra.verbose) {
-            fprintf(stderr, "%s: released '%s' (token %s)\n", PROG, ra.name, tokbuf);
+            fprintf(stderr, "%s: released '%s' (token %s)\n", PROG, shown, tokbuf);
         }
     }
 
@@ -1570,6 +1580,16 @@ static int cmd_migrate(cli_conn *cc, int argc, char **argv)
 /* main                                                                      */
 /* ======================================================================== */
 
+static int is_command(const char *s)
+{
+    static const char *const cmds[] = { "run", "status", "list", "release", "migrate", "help" };
+    size_t k;
+    for (k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
+        if (strcmp(s, cmds[k]) == 0)
+            return 1;
+    return 0;
+}
+
 static int dispatch(cli_conn *cc, int argc, char **argv)
 {
     const char *cmd = argv[0];
@@ -1648,6 +1668,13 @@ int main(int argc, char **argv)
     if (i >= argc) {
         fprintf(stderr, "%s: missing COMMAND (run, status, list, release, migrate; see rowlock "
                         "--help)\n", PROG);
+        cli_conn_free(&cc);
+        return CLI_EX_USAGE;
+    }
+    if (i > 1 && strcmp(argv[i - 1], "--password") == 0 && !is_command(argv[i])) {
+        /* Probably "--password SECRET": never echo it. */
+        fprintf(stderr, "%s: unknown command after --password (it takes no value: the password "
+                        "is asked on the terminal, or read from an option file)\n", PROG);
         cli_conn_free(&cc);
         return CLI_EX_USAGE;
     }
