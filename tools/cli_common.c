@@ -531,16 +531,23 @@ int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowl
     *out = NULL;
     if (cc->opts.defaults_file != NULL) {
         struct stat st;
+        int e = 0;
         int fd = open(cc->opts.defaults_file, O_RDONLY | O_CLOEXEC);
+        const char *src = cc->opts.defaults_file == getenv("ROWLOCK_DEFAULTS_FILE")
+                              ? " (from ROWLOCK_DEFAULTS_FILE)"
+                              : "";
         if (fd < 0) {
-            fprintf(stderr, "%s: cannot read defaults file '%s': %s\n", prog,
-                    cc->opts.defaults_file, strerror(errno));
+            fprintf(stderr, "%s: cannot read defaults file '%s'%s: %s\n", prog,
+                    cc->opts.defaults_file, src, strerror(errno));
             return CLI_EX_USAGE;
         }
-        if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-            int e = S_ISDIR(st.st_mode) ? EISDIR : errno;
-            fprintf(stderr, "%s: cannot read defaults file '%s': %s\n", prog,
-                    cc->opts.defaults_file, strerror(e));
+        if (fstat(fd, &st) != 0)
+            e = errno;
+        else if (S_ISDIR(st.st_mode))
+            e = EISDIR;
+        if (e != 0) {
+            fprintf(stderr, "%s: cannot read defaults file '%s'%s: %s\n", prog,
+                    cc->opts.defaults_file, src, strerror(e));
             if (close(fd) != 0) { /* opened read-only: nothing lost */ }
             return CLI_EX_USAGE;
         }

@@ -68,8 +68,8 @@ int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max
                    unsigned long long *out);
 
 /* Write s as a JSON string literal (quotes included). Bytes >= 0x80 are
- * copied when they form valid UTF-8, else written as U+FFFD; control
- * characters are \u00XX, '"' and '\\' are escaped. Always valid JSON. */
+ * copied when they form valid UTF-8, else written as U+FFFD; '"', '\\' and
+ * control characters are escaped (\n, \t, ... or \u00XX). Always valid JSON. */
 void cli_json_string(FILE *f, const char *s);
 
 /* Format µs since the epoch as UTC ISO 8601 "2024-05-01T12:34:56.789012Z"
