@@ -16,15 +16,16 @@ static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` 
  *
  * A waiter must learn of a release without hammering the server. Each holder
  * of a lease lock also holds a server-side named lock, GET_LOCK(hint), where
- * hint is derived from the table and lock name. A waiter that lost blocks in
- * GET_LOCK(hint, up to 2 s) instead of sleeping; the holder's release frees the
- * hint right after the row, the server wakes the first queued waiter (FIFO),
- * which retries the row at once and, if it wins, already holds the hint for
- * its own waiters. The row stays the only truth: a hint can be missing (a
- * crashed holder's session is gone; GET_LOCK is node-local on Galera) or
- * shared by two names (a 64-bit hash), and then waiters fall back to the
- * capped exponential backoff. Costs one round trip at a fresh grant and one at
- * the final release.
+ * hint is derived from the table and lock name. A waiting acquirer first
+ * queues in GET_LOCK(hint, up to 1 s) and only then tries the row; the
+ * holder's release frees the hint right after the row, the server wakes the
+ * first queued waiter, which takes the free row at once and keeps the hint as
+ * the new holder. Newcomers queue behind (no barging), so hand-off is fair.
+ * The row stays the only truth: a hint can be missing (a crashed holder's
+ * session is gone; GET_LOCK is node-local on Galera), held by a session whose
+ * lease ended, or shared by two names (a 64-bit hash); then the waiter at the
+ * head of the queue polls the row with capped exponential backoff. Costs one
+ * round trip at a fresh grant and one at the final release.
  */
 static const char SQL_HINT_TAKE[] = "SELECT GET_LOCK(?, 0)";
 static const char SQL_HINT_WAIT[] = "SELECT GET_LOCK(?, ?)";
@@ -365,8 +366,22 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
     int explained = 0;
     char why[ROWLOCK__ERRMSG_MAX];
-    for (unsigned n = 0;; n++) {
+    unsigned polls = 0;
+    for (;;) {
         int64_t now = rowlock__now_us();
+        if (wait_ms != 0 && !l->hint_held && uses_hint(l)) {
+            /* Queue on the hint first: the server wakes waiters in order when
+             * the holder lets it go, and a newcomer cannot overtake them (it
+             * finds the hint taken and queues too). A slice of at most 1 s,
+             * then the row is looked at anyway: a hint can be held by a
+             * session whose lease already ended. */
+            int64_t slice = deadline - now;
+            if (slice > 1000000)
+                slice = 1000000;
+            if (slice > 0 && hint_call(l, SQL_HINT_WAIT, (double)slice / 1e6) == 1)
+                l->hint_held = 1;
+            now = rowlock__now_us();
+        }
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
         int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms);
         if (rc != ROWLOCK_EBUSY)
@@ -386,23 +401,13 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
             memcpy(l->client->errmsg, why, sizeof why);
             return ROWLOCK_EBUSY;
         }
-        if (l->hint_held) {
-            /* We were woken (or found no holder of the hint) and still lost:
-             * someone barged in or holds the row without a hint. Let the
-             * hint go and back off, so waiters do not spin. */
-            hint_drop(l);
-        } else {
-            int64_t wait_us = deadline - now;
-            if (wait_us > 2000000)
-                wait_us = 2000000;
-            int got = wait_us > 0 ? hint_call(l, SQL_HINT_WAIT, (double)wait_us / 1e6) : -1;
-            if (got == 1)
-                l->hint_held = 1; /* woken by a release: retry at once */
-            if (got >= 0)
-                continue;         /* the wait happened on the server */
-        }
-        int64_t delay = rowlock__backoff_us(n, 500, 50000, rowlock__rand32(&l->client->rng));
-        now = rowlock__now_us();
+        if (!l->hint_held && uses_hint(l))
+            continue; /* the hint's holder is alive: block on it again */
+        /* First in the queue (we hold the hint) but the row is still taken:
+         * its holder has no hint (crashed, paused past its lease, or on
+         * another Galera node). Poll it with capped backoff; the others wait
+         * on the hint behind us. */
+        int64_t delay = rowlock__backoff_us(polls++, 500, 50000, rowlock__rand32(&l->client->rng));
         if (delay > deadline - now)
             delay = deadline - now; /* one last try exactly at the deadline */
         rowlock__sleep_us(delay);

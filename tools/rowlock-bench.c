@@ -1609,7 +1609,9 @@ static void target(FILE *f, const char *what, double v, const char *cmp, double 
         return;
     }
     ok = cmp[0] == '>' ? v >= limit : v <= limit;
-    fprintf(f, "  %-64s %9.3f  (%s %7.3f)  %s\n", what, v, cmp, limit, ok ? "PASS" : "MISS");
+    /* A value that rounds onto its limit gets the digits that decide it. */
+    fprintf(f, "  %-64s %9.*f  (%s %7.3f)  %s\n", what, fabs(v - limit) < 0.0005 ? 5 : 3, v, cmp,
+            limit, ok ? "PASS" : "MISS");
 }
 
 /* A figure printed for context, without a target. */
