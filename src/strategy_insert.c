@@ -105,13 +105,33 @@ int rowlock__explain_lost(rowlock_lock *l, const char *what)
                          l->ops->name, why);
 }
 
+/*
+ * Release and renew must not report "busy": a lock wait timeout or deadlock
+ * (1205/1213, e.g. against a reaper's DELETE of a neighbouring row) rolled
+ * the statement back without effect, so it is simply run again, a few times,
+ * then reported as a database error.
+ */
+static int exec_retrying(rowlock_client *c, const char *what, const char *sql, const rowlock__param *p, unsigned np,
+                         rowlock__res *res)
+{
+    int rc = ROWLOCK_EBUSY;
+    for (unsigned attempt = 0; attempt < 8 && rc == ROWLOCK_EBUSY; attempt++) {
+        if (attempt)
+            rowlock__sleep_us(rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng)));
+        rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
+    }
+    if (rc == ROWLOCK_EBUSY)
+        return rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
+    return rc;
+}
+
 int rowlock__lease_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
     rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token),
                             RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "release", LEASE_RELEASE, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    int rc = exec_retrying(c, "release", LEASE_RELEASE, p, 4, &res);
     if (rc)
         return rc;
     return res.affected == 1 ? 0 : rowlock__explain_lost(l, "release");
@@ -123,7 +143,7 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token), RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "renew", LEASE_RENEW, 0, p, 5, NULL, 0, NULL, NULL, &res);
+    int rc = exec_retrying(c, "renew", LEASE_RENEW, p, 5, &res);
     if (rc)
         return rc;
     return res.affected == 1 ? 0 : rowlock__explain_lost(l, "renew");
