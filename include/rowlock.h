@@ -191,7 +191,9 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
  * The client does not take ownership: rowlock_client_free() never closes it.
  * The connection must outlive the client and must not be used by another
  * thread while rowlock calls run. rowlock prepares its statements on it (and
- * closes them on free) and never changes its session settings. The insert
+ * closes them on free) and never changes its session settings; while an
+ * insert or optimistic lock is held, the session also holds a named lock
+ * GET_LOCK('rowlock.<hash>') that waiters use as a wake-up hint. The insert
  * and optimistic strategies refuse to run while the connection is inside an
  * application transaction (their rows must commit on their own); a
  * connection opened with CLIENT_FOUND_ROWS is refused (affected-row counts
