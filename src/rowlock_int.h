@@ -233,8 +233,8 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
  * it. The clock alone is not enough either: it may step back while the server
  * runs. Grants of one name are at least a round trip apart, so the clock part
  * moves on between them; row-based strategies also take GREATEST with the
- * row's token + 1. Strictly increasing per name unless the server's clock
- * steps back across a crash.
+ * row's token + 1, which holds while the row exists. for-update (no row
+ * write) and a purged name rely on the server's UTC clock not stepping back.
  */
 #define ROWLOCK__NEW_TOKEN \
     "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)))"
