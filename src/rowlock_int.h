@@ -209,7 +209,9 @@ typedef struct rowlock__strategy_ops {
     int (*release)(rowlock_lock *l);
     /* Must provide. Called only when l->held > 0. */
     int (*renew)(rowlock_lock *l, int64_t lease_ms);
-    /* May be NULL: then the generic row read in lock.c is used. */
+    /* May be NULL: then the row as read is the answer. Called by
+     * rowlock_inspect() with `info` already filled from the row, when the
+     * row belongs to this strategy, to add what the row cannot show. */
     int (*inspect)(rowlock_lock *l, rowlock_info *info);
 } rowlock__strategy_ops;
 

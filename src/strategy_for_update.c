@@ -13,8 +13,9 @@
  *            the commit at release costs no redo-log flush, and a token
  *            survives the holder's rollback because sequences are not
  *            transactional, and the clock part covers a server crash (see
- *            ROWLOCK__NEW_TOKEN in rowlock_int.h). First use of a name: one extra INSERT IGNORE of
- *            its row (autocommitted, outside any transaction).
+ *            ROWLOCK__NEW_TOKEN in rowlock_int.h, FU_TOKEN below). First use of
+ *            a name: 4 more round trips (ROLLBACK, an autocommitted INSERT
+ *            IGNORE of its row, then the two acquire statements again).
  *   release  1 round trip: COMMIT.
  *   renew    1 round trip: DO 1 — there is no lease; it proves the session
  *            (and so the row lock) is still alive.
@@ -223,12 +224,11 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
     return rc ? rc : fu_alive(l, "renew");
 }
 
+/* Called by rowlock_inspect() with the row already read into info. */
 static int fu_inspect(rowlock_lock *l, rowlock_info *info)
 {
     rowlock_client *c = l->client;
-    int rc = rowlock__row_read(c, l->name, l->name_len, info);
-    if (rc || !info->exists || info->strategy != ROWLOCK_STRATEGY_FOR_UPDATE)
-        return rc;
+    int rc;
     if (c->fu_count > 0 && strcmp(c->fu_name, l->name) == 0) {
         info->held = 1;
         info->count = c->fu_count;

@@ -49,15 +49,6 @@ static void expect_free(rowlock_lock *l, rowlock_client *c)
     assert_int_equal(rowlock_lock_held(l), 0);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    tu_setup(NULL);
-    tu_table_fresh(NULL, TABLE);
-    tu_teardown(NULL);
-    return 0;
-}
-
 /* ---- basics ------------------------------------------------------------------------- */
 
 static void test_acquire_release__grants_a_token_and_frees_the_lock_for_others(void **state)
@@ -800,5 +791,5 @@ int main(int argc, char **argv)
     SN = rowlock_strategy_name(S);
     snprintf(TABLE, sizeof TABLE, "t_behaviour_%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN);
     snprintf(group, sizeof group, "behaviour (%s)", SN);
-    return tu_main(group, tests, sizeof tests / sizeof tests[0], group_setup, argc > 2 ? argv[2] : NULL);
+    return tu_main(group, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
 }

@@ -11,15 +11,6 @@
 
 #define CLIENT_FOUND_ROWS_FLAG 2UL /* CLIENT_FOUND_ROWS from mysql_com.h */
 
-static int group_setup(void **state)
-{
-    (void)state;
-    tu_setup(NULL);
-    tu_table_fresh(NULL, "t_client");
-    tu_teardown(NULL);
-    return 0;
-}
-
 static rowlock_client *new_client(void)
 {
     rowlock_client *c = NULL;
@@ -548,5 +539,5 @@ int main(int argc, char **argv)
         TU_TEST(test_wrap__null_connection_and_found_rows_are_refused),
         TU_TEST(test_wrap__lease_locks_refuse_an_open_application_transaction),
     };
-    return tu_main("client", tests, sizeof tests / sizeof tests[0], group_setup, argc > 1 ? argv[1] : NULL);
+    return tu_main("client", tests, sizeof tests / sizeof tests[0], "t_client", argc > 1 ? argv[1] : NULL);
 }

@@ -27,15 +27,6 @@ static rowlock_client *C(void)
     return tu_client(TABLE);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    tu_setup(NULL);
-    tu_table_fresh(NULL, TABLE);
-    tu_teardown(NULL);
-    return 0;
-}
-
 /* ---- main ----------------------------------------------------------------------------- */
 
 static void test_wait__bound_is_honoured(void **state)
@@ -392,11 +383,11 @@ int main(int argc, char **argv)
     const char *group = argc > 1 ? argv[1] : "main";
     const char *filter = argc > 2 ? argv[2] : NULL;
     if (strcmp(group, "main") == 0)
-        return tu_main("for-update main", main_tests, sizeof main_tests / sizeof main_tests[0], group_setup,
+        return tu_main("for-update main", main_tests, sizeof main_tests / sizeof main_tests[0], TABLE,
                        filter);
     if (strcmp(group, "fault") == 0) {
         strcat(TABLE, "_f");
-        return tu_main("for-update fault", fault_tests, sizeof fault_tests / sizeof fault_tests[0], group_setup,
+        return tu_main("for-update fault", fault_tests, sizeof fault_tests / sizeof fault_tests[0], TABLE,
                        filter);
     }
     fprintf(stderr, "usage: %s [main|fault] [test-filter]\n", argv[0]);

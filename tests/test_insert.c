@@ -31,15 +31,6 @@ static rowlock_client *C(void)
     return tu_client(TABLE);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    tu_setup(NULL);
-    tu_table_fresh(NULL, TABLE);
-    tu_teardown(NULL);
-    return 0;
-}
-
 /* Poll inspect until the lease of `l`'s row has ended by the server clock. */
 static void wait_lease_ended(rowlock_lock *l, int64_t timeout_ms)
 {
@@ -172,6 +163,31 @@ static void test_renew__after_the_lease_ended_is_enotowner(void **state)
     assert_false(info.held);
     assert_true(info.expires_in_ms < 0);
     assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
+/* Documented choice: once the lease ended, release still succeeds while
+ * nobody else took the lock (no other grant happened in between), frees it
+ * and keeps the token; after someone else took it, release is ENOTOWNER. */
+static void test_release__after_the_lease_ended_but_untaken_succeeds(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "release-late"), *lb = L(b, "release-late");
+    rowlock_info info;
+    uint64_t ta;
+    assert_rc(rowlock_acquire(la, 0, 300), 0, a);
+    ta = rowlock_lock_token(la);
+    wait_lease_ended(lb, 10000);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    tu_inspect(lb, &info);
+    assert_false(info.held);
+    assert_false(info.stale);
+    assert_string_equal(info.owner, "");
+    assert_true(info.token == ta);
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(lb) > ta);
     assert_rc(rowlock_release(lb), 0, b);
 }
 
@@ -499,6 +515,7 @@ int main(int argc, char **argv)
         TU_TEST(test_expiry__an_idle_holder_loses_the_lock_only_after_its_lease),
         TU_TEST(test_renew__keeps_the_lock_past_its_original_lease),
         TU_TEST(test_renew__after_the_lease_ended_is_enotowner),
+        TU_TEST(test_release__after_the_lease_ended_but_untaken_succeeds),
         TU_TEST(test_reentry__extends_the_lease_to_at_least_the_new_one),
         TU_TEST(test_lease__zero_means_the_default),
         TU_TEST(test_reap__purges_ended_leases_and_tokens_keep_increasing),
@@ -514,10 +531,10 @@ int main(int argc, char **argv)
     char name[64];
     snprintf(name, sizeof name, "%s %s", rowlock_strategy_name(S), group);
     if (strcmp(group, "main") == 0)
-        return tu_main(name, main_tests, sizeof main_tests / sizeof main_tests[0], group_setup, filter);
+        return tu_main(name, main_tests, sizeof main_tests / sizeof main_tests[0], TABLE, filter);
     if (strcmp(group, "fault") == 0) {
         strcat(TABLE, "_f");
-        return tu_main(name, fault_tests, sizeof fault_tests / sizeof fault_tests[0], group_setup, filter);
+        return tu_main(name, fault_tests, sizeof fault_tests / sizeof fault_tests[0], TABLE, filter);
     }
     fprintf(stderr, "usage: %s [main|fault] [test-filter]\n", argv[0]);
     return 2;

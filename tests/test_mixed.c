@@ -14,15 +14,6 @@ static char TABLE[64] = "t_mixed";
 static const rowlock_strategy ALL[3] = { ROWLOCK_STRATEGY_INSERT, ROWLOCK_STRATEGY_FOR_UPDATE,
                                          ROWLOCK_STRATEGY_OPTIMISTIC };
 
-static int group_setup(void **state)
-{
-    (void)state;
-    tu_setup(NULL);
-    tu_table_fresh(NULL, TABLE);
-    tu_teardown(NULL);
-    return 0;
-}
-
 /* ---- a held name, tried by the other strategies from another process ------------------------ */
 
 typedef struct attempt {
@@ -292,5 +283,5 @@ int main(int argc, char **argv)
         TU_TEST(test_purged_name__may_change_strategy),
         TU_TEST(test_race__two_strategies_on_a_new_name_never_both_hold_it),
     };
-    return tu_main("mixed", tests, sizeof tests / sizeof tests[0], group_setup, argc > 1 ? argv[1] : NULL);
+    return tu_main("mixed", tests, sizeof tests / sizeof tests[0], TABLE, argc > 1 ? argv[1] : NULL);
 }

@@ -107,10 +107,24 @@ int tu_teardown(void **state)
     return 0;
 }
 
-int tu_main(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction group_setup,
+static const char *main_fresh_table;
+
+/* Group setup: every program starts from its own freshly migrated table. */
+static int fresh_table_setup(void **state)
+{
+    (void)state;
+    tu_setup(NULL);
+    tu_table_fresh(NULL, main_fresh_table);
+    tu_teardown(NULL);
+    return 0;
+}
+
+int tu_main(const char *name, const struct CMUnitTest *tests, size_t n, const char *fresh_table,
             const char *filter)
 {
     int rc;
+    main_fresh_table = fresh_table;
+    CMFixtureFunction group_setup = fresh_table ? fresh_table_setup : NULL;
     if (filter != NULL && filter[0] != '\0')
         cmocka_set_test_filter(filter);
     if (rowlock_library_init() != 0) {

@@ -45,10 +45,11 @@
 int tu_setup(void **state);
 int tu_teardown(void **state);
 
-/* Initialise the library, run the cmocka group `name` (n tests, optional
- * group setup), end the library. `filter` (may be NULL) selects tests by
+/* Initialise the library, run the cmocka group `name` (n tests; when
+ * fresh_table is not NULL, that lock table is dropped and migrated anew
+ * first), end the library. `filter` (may be NULL) selects tests by
  * name ("test_wait*"). Returns cmocka's result. */
-int tu_main(const char *name, const struct CMUnitTest *tests, size_t n, CMFixtureFunction group_setup,
+int tu_main(const char *name, const struct CMUnitTest *tests, size_t n, const char *fresh_table,
             const char *filter);
 
 /* ---- environment --------------------------------------------------------- */
