@@ -16,19 +16,36 @@ static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` 
  *
  * A waiter must learn of a release without hammering the server. Each holder
  * of a lease lock also holds a server-side named lock, GET_LOCK(hint), where
- * hint is derived from the table and lock name. A waiting acquirer first
- * queues in GET_LOCK(hint, up to 1 s) and only then tries the row; the
- * holder's release frees the hint right after the row, the server wakes the
- * first queued waiter, which takes the free row at once and keeps the hint as
- * the new holder. Newcomers queue behind (no barging), so hand-off is fair.
+ * hint is derived from the table and lock name. A waiting acquirer queues in
+ * GET_LOCK(hint, up to 1 s) and then tries the row; the holder's release
+ * frees the hint inside its release statement, after it has locked the row,
+ * so the server wakes the first queued waiter, whose claim waits on the row
+ * lock only until the release commits and then takes the row at once. The
+ * waiter keeps the hint as the new holder.
+ *
+ * Round trips: none of their own on the fast path. The claim statement takes
+ * the hint itself (ROWLOCK__HINT_TRY) and the release statement frees it
+ * (ROWLOCK__HINT_FREE), so an uncontended cycle is one statement each way,
+ * like a bare INSERT + DELETE. A claim of a free row is "gated": it is granted
+ * only if this session holds or gets the hint, so a newcomer cannot overtake
+ * the waiter the server just woke (no barging; hand-off stays FIFO).
+ *
  * The row stays the only truth: a hint can be missing (a crashed holder's
  * session is gone; GET_LOCK is node-local on Galera), held by a session whose
- * lease ended, or shared by two names (a 64-bit hash); then the waiter at the
- * head of the queue polls the row with capped exponential backoff. Costs one
- * round trip at a fresh grant and one at the final release.
+ * lease ended or whose row an administrator released, or shared by two names
+ * (a 64-bit hash). So the gate is dropped when a waiter's slice in the hint
+ * queue (at most 1 s) runs out and for the second try of a try-once that
+ * found the row free; the head of the queue polls the row with capped
+ * backoff while the row's holder keeps no hint.
+ *
+ * GET_LOCK nests in MariaDB (a session that takes a lock twice must free it
+ * twice), so every take is guarded by IS_USED_LOCK(hint) = CONNECTION_ID():
+ * a session holds a hint at most once, and one RELEASE_LOCK frees it.
+ * l->hint_held therefore means "may hold": a stray RELEASE_LOCK of a hint
+ * this session does not hold is a no-op.
  */
-static const char SQL_HINT_TAKE[] = "SELECT GET_LOCK(?, 0)";
-static const char SQL_HINT_WAIT[] = "SELECT GET_LOCK(?, ?)";
+/* 2: this session already held it, 1: got it, 0: timed out. */
+static const char SQL_HINT_WAIT[] = "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))";
 static const char SQL_HINT_DROP[] = "SELECT RELEASE_LOCK(?)";
 
 static int uses_hint(const rowlock_lock *l)
@@ -46,23 +63,25 @@ static void hint_name(rowlock_lock *l)
         h = (h ^ 0) * 0x100000001b3ULL;
     }
     snprintf(l->hint, sizeof l->hint, "rowlock.%016llx", (unsigned long long)h);
+    l->hint_len = strlen(l->hint);
 }
 
 /* Hint calls never fail the lock operation: errors are swallowed and the
- * caller's message is kept. Returns GET_LOCK's result: 1 got it, 0 timed
- * out, -1 error. */
+ * caller's message is kept. Returns SQL_HINT_WAIT's result (2, 1 or 0), or
+ * RELEASE_LOCK's, or -1 on error. */
 static int hint_call(rowlock_lock *l, const char *sql, double wait_s)
 {
     rowlock_client *c = l->client;
     char keep[ROWLOCK__ERRMSG_MAX];
     memcpy(keep, c->errmsg, sizeof keep);
-    rowlock__param p[2] = { RL_STR(l->hint, strlen(l->hint)), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
+    rowlock__param p[3] = { RL_STR(l->hint, l->hint_len), RL_STR(l->hint, l->hint_len),
+                            { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    int rc = rowlock__db_exec(c, "hint", sql, 0, p, sql == SQL_HINT_WAIT ? 2 : 1, &col, 1, NULL, NULL, NULL);
+    int rc = rowlock__db_exec(c, "hint", sql, 0, p, sql == SQL_HINT_WAIT ? 3 : 1, &col, 1, NULL, NULL, NULL);
     memcpy(c->errmsg, keep, sizeof keep);
     if (rc || col.is_null)
         return -1;
-    return col.i == 1 ? 1 : 0;
+    return (int)col.i;
 }
 
 static void hint_drop(rowlock_lock *l)
@@ -71,6 +90,12 @@ static void hint_drop(rowlock_lock *l)
         (void)hint_call(l, SQL_HINT_DROP, 0);
         l->hint_held = 0;
     }
+}
+
+int rowlock__hint_take(rowlock_lock *l)
+{
+    l->hint_held = 1;
+    return hint_call(l, SQL_HINT_WAIT, 0) > 0;
 }
 
 static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
@@ -204,8 +229,6 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
             l->held = 0;
         }
         l->held++;
-        if (uses_hint(l) && !l->hint_held)
-            l->hint_held = hint_call(l, SQL_HINT_TAKE, 0) == 1;
     } else if (l->held == 0) {
         hint_drop(l);
     }
@@ -230,10 +253,12 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     if (rc == 0) {
         if (--l->held == 0) {
             l->token = 0;
-            hint_drop(l);
+            l->hint_held = 0; /* the release statement freed it (or another
+                                 handle of this session still holds the row) */
         }
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        l->version = 0;
         hint_drop(l);
     }
     return rc;
@@ -334,7 +359,9 @@ int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowl
     return 0;
 }
 
-int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
+/* Explain a lost claim; *free_row is set when the row was free or its lease
+ * had ended (the claim lost only to the hint gate or to a race). */
+static int explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_row)
 {
     rowlock_info info = ROWLOCK_INFO_INIT;
     char keep[ROWLOCK__ERRMSG_MAX];
@@ -342,6 +369,8 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
     int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);
     if (rc)
         return rc;
+    if (free_row)
+        *free_row = !info.exists || !info.held;
     if (info.exists && info.strategy != want) {
         const char *other = rowlock_strategy_name(info.strategy);
         return rowlock__fail(l->client, ROWLOCK_EINVALID,
@@ -354,63 +383,87 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
                              l->ops->name, info.owner, (long long)info.expires_in_ms);
     if (keep[0])
         return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): busy: %s", l->shown, l->ops->name, keep);
-    return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): held by another owner", l->shown, l->ops->name);
+    return rowlock__fail(l->client, ROWLOCK_EBUSY,
+                         "acquire %s (%s): held by another owner (or being handed to a waiter)", l->shown,
+                         l->ops->name);
+}
+
+int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
+{
+    return explain_busy_row(l, want, NULL);
 }
 
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-                       int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms))
+                       int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
     const int64_t start = rowlock__now_us();
     /* Waits beyond a year are "forever" (and cannot overflow). */
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
-    int explained = 0;
+    int explained = 0, free_row = 0;
+    unsigned flags = uses_hint(l) ? 0 : ROWLOCK__TRY_UNGATED;
     char why[ROWLOCK__ERRMSG_MAX];
     unsigned polls = 0;
     for (;;) {
         int64_t now = rowlock__now_us();
-        if (wait_ms != 0 && !l->hint_held && uses_hint(l)) {
-            /* Queue on the hint first: the server wakes waiters in order when
-             * the holder lets it go, and a newcomer cannot overtake them (it
-             * finds the hint taken and queues too). A slice of at most 1 s,
-             * then the row is looked at anyway: a hint can be held by a
-             * session whose lease already ended. */
-            int64_t slice = deadline - now;
-            if (slice > 1000000)
-                slice = 1000000;
-            if (slice > 0 && hint_call(l, SQL_HINT_WAIT, (double)slice / 1e6) == 1)
-                l->hint_held = 1;
-            now = rowlock__now_us();
-        }
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
-        int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms);
+        if (uses_hint(l))
+            l->hint_held = 1; /* the claim statement may take it */
+        int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
         if (rc != ROWLOCK_EBUSY)
             return rc;
         if (!explained) {
             /* First loss: one read to tell "busy" from "wrong strategy"
              * (which waiting cannot fix; a row's strategy only changes after
              * a purge) and to name the holder in the final message. */
-            rc = rowlock__explain_busy(l, l->ops->id);
+            rc = explain_busy_row(l, l->ops->id, &free_row);
             if (rc != ROWLOCK_EBUSY)
                 return rc;
             memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
+            if (wait_ms == 0 && free_row && !(flags & ROWLOCK__TRY_UNGATED)) {
+                /* A try-once lost to the gate on a free row: the hint may be
+                 * held by a session that holds no row (its lease ended or
+                 * an administrator released it). Try once more, ungated. */
+                flags |= ROWLOCK__TRY_UNGATED;
+                continue;
+            }
         }
         now = rowlock__now_us();
         if (now >= deadline) {
             memcpy(l->client->errmsg, why, sizeof why);
             return ROWLOCK_EBUSY;
         }
-        if (!l->hint_held && uses_hint(l))
-            continue; /* the hint's holder is alive: block on it again */
+        if (!uses_hint(l)) {
+            rowlock__sleep_us(rowlock__backoff_us(polls++, 500, 50000, rowlock__rand32(&l->client->rng)));
+            continue;
+        }
+        /* Queue on the hint: the server wakes waiters in order when the
+         * holder lets it go, and a newcomer cannot overtake them (its claim
+         * is gated on the hint). A slice of at most 1 s, then the row is
+         * tried without the gate: a hint can be held by a session whose
+         * lease already ended. */
+        int64_t slice = deadline - now;
+        if (slice > 1000000)
+            slice = 1000000;
+        int h = hint_call(l, SQL_HINT_WAIT, (double)slice / 1e6);
+        if (h == 1) {
+            flags &= ~ROWLOCK__TRY_UNGATED; /* handed to us: the row is free now */
+            continue;
+        }
+        flags |= ROWLOCK__TRY_UNGATED;
+        if (h == 0)
+            continue; /* a whole slice passed: look at the row again */
         /* First in the queue (we hold the hint) but the row is still taken:
          * its holder has no hint (crashed, paused past its lease, or on
-         * another Galera node). Poll it with capped backoff; the others wait
-         * on the hint behind us. */
+         * another Galera node); or the hint call failed. Poll the row with
+         * capped backoff; the others wait on the hint behind us. */
+        now = rowlock__now_us();
         int64_t delay = rowlock__backoff_us(polls++, 500, 50000, rowlock__rand32(&l->client->rng));
         if (delay > deadline - now)
             delay = deadline - now; /* one last try exactly at the deadline */
-        rowlock__sleep_us(delay);
+        if (delay > 0)
+            rowlock__sleep_us(delay);
     }
 }
 

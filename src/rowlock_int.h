@@ -190,7 +190,11 @@ struct rowlock_lock {
                             the next acquire */
     char shown[4 * ROWLOCK_NAME_MAX + 3]; /* the name quoted for messages */
     char hint[40];       /* GET_LOCK name used as a wake-up hint (lock.c) */
-    int hint_held;       /* this session holds the hint lock for this handle */
+    size_t hint_len;
+    int hint_held;       /* this session may hold the hint for this handle
+                            (0: it certainly does not) */
+    uint64_t version;    /* optimistic: the row's version as last seen by this
+                            handle (its own grant or release); 0 = unknown */
 };
 
 /*
@@ -225,8 +229,22 @@ int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowl
 int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
 /* Common lease-strategy wait loop: calls `attempt` until it returns
  * something other than ROWLOCK_EBUSY or the deadline passes. */
+#define ROWLOCK__TRY_UNGATED 1u /* grant a free row even without the hint */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-                       int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms));
+                       int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags));
+/* Take the wake-up hint after a grant whose statement could not (a new row);
+ * returns 1 if this session holds it. */
+int rowlock__hint_take(rowlock_lock *l);
+/*
+ * SQL pieces for the wake-up hint inside claim and release statements
+ * (lock.c explains the hint). HINT_TRY is true when this session holds or
+ * gets the hint, or the ungated flag is set; params: hint, hint, ungated. HINT_FREE frees it and is
+ * always 0; params: hint.
+ */
+#define ROWLOCK__HINT_TRY "(IS_USED_LOCK(?) <=> CONNECTION_ID() OR GET_LOCK(?, 0) = 1 OR ?)"
+#define ROWLOCK__HINT_FREE "0 * IFNULL(RELEASE_LOCK(?), 0)"
+#define RL_HINT_TRY(l, flags) \
+    RL_STR((l)->hint, (l)->hint_len), RL_STR((l)->hint, (l)->hint_len), RL_I64(((flags) & ROWLOCK__TRY_UNGATED) ? 1 : 0)
 /*
  * A new fencing token: the later of the table's sequence and the server's
  * UTC clock in microseconds. The sequence alone is not enough: its cached

@@ -5,19 +5,20 @@
  *   acquire  1 round trip: ACQUIRE below. A new name inserts its row; an
  *            existing row is taken over in the same statement (ON DUPLICATE
  *            KEY UPDATE) when it is free or its lease ended by the server's
- *            UTC_TIMESTAMP(6); the same owner re-enters (count + 1). The outcome comes
- *            back through LAST_INSERT_ID(expr), which the statement sets to the
- *            grant's token, or to 0 when nothing was granted. A loser makes one
- *            more read to learn whether the name belongs to another strategy,
- *            then retries with backoff (lock.c) until its deadline.
- *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the owner is cleared
- *            and expires_at set to UTC_TIMESTAMP(6); the row and its token stay).
+ *            UTC_TIMESTAMP(6) and this session holds or gets the wake-up hint
+ *            (ROWLOCK__HINT_TRY; lock.c); the same owner re-enters (count + 1).
+ *            The outcome comes back through LAST_INSERT_ID(expr), which the
+ *            statement sets to the grant's token, or to 0 when nothing was
+ *            granted. A new row takes the hint with one more round trip. A
+ *            loser makes one more read to learn whether the name belongs to
+ *            another strategy, then waits on the hint (lock.c) until its
+ *            deadline.
+ *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the owner is cleared,
+ *            expires_at set to UTC_TIMESTAMP(6) and the hint freed; the row and
+ *            its token stay).
  *   renew    1 round trip: LEASE_RENEW, only while owner and token match and
  *            the lease has not ended. A loser of release/renew makes one read
  *            for the message.
- *   + hints  lock.c adds one round trip after a fresh grant (GET_LOCK of the
- *            wake-up hint) and one after the final release (RELEASE_LOCK), so
- *            waiters block in the server instead of polling.
  * Holder crash: the row stays until its lease ends; then the next acquire
  *   takes it over, or the reaper purges it after a grace period.
  * Errors: 1205/1213 (two acquirers' INSERTs on one key, a deadlock between
@@ -27,19 +28,25 @@
  *   right with updated values, MariaDB's SIMULTANEOUS_ASSIGNMENT mode with old
  *   ones. Every condition reads only columns not yet assigned, plus
  *   LAST_INSERT_ID() (a session value), so both orders give the same row.
+ *   The hint is tried in the first assignment only, so at most once.
+ * Replication: GET_LOCK/RELEASE_LOCK make these statements unsafe for
+ *   statement-based binary logging; with binlog_format=MIXED (MariaDB's
+ *   default) or ROW they are logged as rows, as Galera requires anyway.
  */
 #include "rowlock_int.h"
 
 #include <string.h>
 
-/* Params: name, owner, lease µs. Variant: lock-wait seconds (0 = try once). */
+/* Params: name, owner, lease µs, RL_HINT_TRY. Variant: lock-wait seconds (0 = try once). */
 static const char ACQUIRE[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 1, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "ON DUPLICATE KEY UPDATE "
     " token = IF(strategy <> 1, token + 0 * LAST_INSERT_ID(0),"
-    "          IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6), LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    "          IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6),"
+    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    "                token + 0 * LAST_INSERT_ID(0)),"
     "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
     " count = IF(LAST_INSERT_ID() = 0, count,"
     "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6), count + 1, 1)),"
@@ -50,12 +57,15 @@ static const char ACQUIRE[] =
     "             GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at))),"
     " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner))";
 
-/* Params: name, owner, token, strategy. Rows changed: 1 released, 0 lost. */
+/* Params: hint, name, owner, token, strategy. Rows changed: 1 released, 0
+ * lost. The final release frees the wake-up hint after the row is locked and
+ * before it commits: the woken waiter's claim waits for the commit on the
+ * row lock, then takes the row (lock.c). */
 static const char LEASE_RELEASE[] =
     "UPDATE `{{table}}` SET "
     " owner = IF(count <= 1, NULL, owner),"
     " expires_at = IF(count <= 1, UTC_TIMESTAMP(6), expires_at),"
-    " count = count - 1 "
+    " count = IF(count <= 1, " ROWLOCK__HINT_FREE ", count - 1) "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
 
 /* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
@@ -63,21 +73,24 @@ static const char LEASE_RENEW[] =
     "UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
-static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms)
+static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000) };
+    rowlock__param p[6] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
+                            RL_HINT_TRY(l, flags) };
     rowlock__res res;
     /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
      * for the concurrent statement holding the row (normally microseconds;
      * a for-update holder of a name we may not use holds it longer). */
     long waits = remaining_ms == 0 ? 0 : 1000;
-    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 3, NULL, 0, NULL, NULL, &res);
+    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 6, NULL, 0, NULL, NULL, &res);
     if (rc)
         return rc;
     if (res.insert_id == 0)
         return ROWLOCK_EBUSY;
     l->token = res.insert_id;
+    if (res.affected == 1)
+        (void)rowlock__hint_take(l); /* a new row: its INSERT took no hint */
     return 0;
 }
 
@@ -128,10 +141,10 @@ static int exec_retrying(rowlock_client *c, const char *what, const char *sql, c
 int rowlock__lease_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token),
-                            RL_I64(l->ops->id) };
+    rowlock__param p[5] = { RL_STR(l->hint, l->hint_len), RL_STR(l->name, l->name_len),
+                            RL_STR(c->owner, c->owner_len), RL_U64(l->token), RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = exec_retrying(c, "release", LEASE_RELEASE, p, 4, &res);
+    int rc = exec_retrying(c, "release", LEASE_RELEASE, p, 5, &res);
     if (rc)
         return rc;
     return res.affected == 1 ? 0 : rowlock__explain_lost(l, "release");

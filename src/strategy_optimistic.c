@@ -1,21 +1,28 @@
 /*
  * The optimistic strategy: a version column and compare-and-set UPDATE.
  *
- * The row's `token` column is the version. A claim reads the row, then
- * updates it only if the version is still the one read (and, re-checked by
- * the server in the same statement, the row is free or its lease ended):
- * exactly one of several concurrent claimers changes the row; the others see
- * 0 rows changed and retry with backoff until their deadline. The new version
- * is GREATEST(version + 1, a new token) (rowlock_int.h), so it also keeps
- * increasing after the reaper deletes the row: it is the fencing token.
+ * The row's `token` column is the version. A claim updates the row only if
+ * the version is still the one the claimer saw (and, re-checked by the server
+ * in the same statement, the row is free or its lease ended): exactly one of
+ * several concurrent claimers changes the row; the others see 0 rows changed
+ * and wait (lock.c). The new version is GREATEST(version + 1, a new token)
+ * (rowlock_int.h), so it also keeps increasing after the reaper deletes the
+ * row: it is the fencing token.
  *
  * SQL and round trips
- *   acquire  2 round trips: READ (lock.c's row read), then CLAIM (free or
- *            expired row), REENTER (our own live row) or CREATE (no row yet).
- *   release  1 round trip (lease row, shared with insert: LEASE_RELEASE).
+ *   acquire  1 round trip when the handle knows the row's version (it saw
+ *            it at its own last grant or release, which leaves the version
+ *            as it was): CLAIM with that version. Otherwise, or when the
+ *            version moved, 2: READ, then CLAIM (free or expired row),
+ *            REENTER (our own live row) or CREATE (no row yet; + 1 to take
+ *            the hint). READ is a locking read (LOCK IN SHARE MODE, for one
+ *            statement): a waiter woken by a release's hint waits the few
+ *            microseconds until that release commits instead of reading the
+ *            row as it was before it. CLAIM takes the wake-up hint in the
+ *            same statement (ROWLOCK__HINT_TRY; lock.c).
+ *   release  1 round trip (lease row, shared with insert: LEASE_RELEASE; it
+ *            frees the hint).
  *   renew    1 round trip (LEASE_RENEW).
- *   + hints  one round trip at a fresh grant, one at the final release (the
- *            wake-up hint, lock.c).
  * Holder crash: as insert — the lease ends, the next claim takes the row.
  * Errors: a duplicate key on CREATE (another creator won) and 1205/1213
  *   mean busy; 1146 is ESCHEMA; others EDB.
@@ -24,12 +31,18 @@
 
 #include <string.h>
 
-/* Params: owner, lease µs, name, version read. */
+/* Params: name. Variant: lock-wait seconds. */
+static const char READ[] = "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+                           "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
+
+/* Params: owner, lease µs, name, version seen, RL_HINT_TRY. The hint is
+ * tried last, only on the row that matched the rest. */
 static const char CLAIM[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))";
+    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND "
+    ROWLOCK__HINT_TRY;
 
 /* Params: lease µs, name, version, owner. */
 static const char REENTER[] =
@@ -43,16 +56,44 @@ static const char CREATE[] =
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 3, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
 
-static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms)
+static int claim(rowlock_lock *l, int64_t lease_ms, long waits, unsigned flags, uint64_t version)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[7] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
+                            RL_U64(version), RL_HINT_TRY(l, flags) };
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "acquire (optimistic)", CLAIM, waits, p, 7, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return ROWLOCK_EBUSY; /* the version moved, the row is taken, or the hint's waiter is first */
+    l->token = l->version = res.insert_id;
+    return 0;
+}
+
+static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
     long waits = remaining_ms == 0 ? 0 : 1000;
+    int rc;
+    if (l->version != 0 && l->held == 0) {
+        /* The version this handle left at its own release: if nobody took
+         * the lock since, one statement claims it. */
+        uint64_t v = l->version;
+        l->version = 0;
+        rc = claim(l, lease_ms, waits, flags, v);
+        if (rc != ROWLOCK_EBUSY)
+            return rc;
+    }
     rowlock_info row = ROWLOCK_INFO_INIT;
-    int rc = rowlock__row_read(c, l->name, l->name_len, &row);
+    rowlock__col cols[ROWLOCK__ROW_NCOLS];
+    rowlock__row_cols_init(cols, &row);
+    rowlock__param rp = RL_STR(l->name, l->name_len);
+    rowlock__res res;
+    rc = rowlock__db_exec(c, "acquire (optimistic)", READ, waits, &rp, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
     if (rc)
         return rc;
-    rowlock__res res;
-    if (!row.exists) {
+    if (res.rows == 0) {
         rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                                 RL_I64(lease_ms * 1000) };
         rc = rowlock__db_exec(c, "acquire (optimistic)", CREATE, waits, p, 3, NULL, 0, NULL, NULL, &res);
@@ -60,9 +101,11 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
             return ROWLOCK_EBUSY; /* another creator won the race */
         if (rc)
             return rc;
-        l->token = res.insert_id;
+        l->token = l->version = res.insert_id;
+        (void)rowlock__hint_take(l); /* a new row: its INSERT took no hint */
         return 0;
     }
+    rowlock__row_cols_store(cols, &row);
     if (row.strategy != ROWLOCK_STRATEGY_OPTIMISTIC)
         return rowlock__explain_busy(l, ROWLOCK_STRATEGY_OPTIMISTIC);
     if (row.held && strcmp(row.owner, c->owner) == 0) {
@@ -73,20 +116,12 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
             return rc;
         if (res.affected != 1)
             return ROWLOCK_EBUSY;
-        l->token = row.token;
+        l->token = l->version = row.token;
         return 0;
     }
     if (row.held)
         return ROWLOCK_EBUSY;
-    rowlock__param p[4] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
-                            RL_U64(row.token) };
-    rc = rowlock__db_exec(c, "acquire (optimistic)", CLAIM, waits, p, 4, NULL, 0, NULL, NULL, &res);
-    if (rc)
-        return rc;
-    if (res.affected != 1)
-        return ROWLOCK_EBUSY; /* the version moved: someone else claimed it first */
-    l->token = res.insert_id;
-    return 0;
+    return claim(l, lease_ms, waits, flags, row.token);
 }
 
 static int optimistic_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
