@@ -97,6 +97,27 @@ static void test_try_acquire__on_a_lock_held_by_another_client_is_busy_at_once(v
     assert_rc(rowlock_release(la), 0, a);
 }
 
+/* The hint's GET_LOCK name, computed as lock.c does (FNV-1a of table NUL name NUL). */
+static void hint_of(const char *name, char *out, size_t cap)
+{
+    unsigned long long h = 0xcbf29ce484222325ULL;
+    const char *parts[2] = { TABLE, name };
+    for (int k = 0; k < 2; k++) {
+        for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++)
+            h = (h ^ *p) * 0x100000001b3ULL;
+        h = (h ^ 0) * 0x100000001b3ULL;
+    }
+    snprintf(out, cap, "rowlock.%016llx", h);
+}
+
+static long long hint_holder(const char *hint)
+{
+    int ok = 0;
+    long long v = tu_sql_int(NULL, &ok, "SELECT IFNULL(IS_USED_LOCK('%s'), 0)", hint);
+    assert_true(ok);
+    return v;
+}
+
 /* ---- waiting --------------------------------------------------------------------------- */
 
 typedef struct wait_shared {
@@ -167,6 +188,13 @@ static void test_wait__succeeds_when_the_holder_releases_and_not_before(void **s
     assert_true(rowlock_lock_token(lb) > sh->token);
     assert_int_equal(tu_wait(pid, 30000), 0);
     assert_rc(rowlock_release(lb), 0, b);
+    if (lease_based()) {
+        /* The waiter took the hint while queued, then claimed with it: its
+         * release must leave the hint free, not still held once more. */
+        char hint[64];
+        hint_of("waitrel", hint, sizeof hint);
+        assert_int_equal(hint_holder(hint), 0);
+    }
     tu_pipe_close(&hold_pipe);
     tu_shm_free(sh, sizeof *sh);
 }
@@ -330,6 +358,76 @@ static void test_renew__after_the_lock_was_lost_is_enotowner(void **state)
 {
     (void)state;
     lost_lock_calls_are_enotowner(1);
+}
+
+/* ---- wake-up hint (lease strategies) ----------------------------------------------------- */
+
+/* The holder's session holds the hint exactly once while it holds the lock
+ * (re-entry does not nest it), a loser never keeps it, and the final release
+ * frees it: otherwise waiters would sleep out a whole hint slice. */
+static void test_hint__held_once_by_the_holder_and_freed_by_its_release(void **state)
+{
+    (void)state;
+    if (!lease_based())
+        skip();
+    char hint[64];
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m), *b = C();
+    rowlock_lock *la = L(a, "hinted"), *lb = L(b, "hinted");
+    long long ida = (long long)tu_mysql_thread_id(m);
+    hint_of("hinted", hint, sizeof hint);
+    for (int round = 0; round < 2; round++) { /* round 0 creates the row, 1 takes it over */
+        assert_int_equal(hint_holder(hint), 0);
+        assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+        assert_int_equal(hint_holder(hint), ida);
+        assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a); /* re-entry */
+        expect_busy(lb, b);
+        assert_rc(rowlock_acquire(lb, 300, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+        assert_int_equal(hint_holder(hint), ida);
+        assert_rc(rowlock_release(la), 0, a);
+        assert_int_equal(hint_holder(hint), ida); /* still held once */
+        assert_rc(rowlock_release(la), 0, a);
+        assert_int_equal(hint_holder(hint), 0);
+    }
+    /* The other client takes it and its hint in turn. */
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
+    assert_true(hint_holder(hint) != 0 && hint_holder(hint) != ida);
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_int_equal(hint_holder(hint), 0);
+    tu_lock_free(la);
+    tu_client_free(a);
+    tu_mysql_close(m);
+}
+
+/* An administrator frees a lease lock whose holder's session is alive and
+ * still holds the hint: the hint must not keep the free lock from others. A
+ * try-once gets it at once; a waiter within one hint slice (1 s). */
+static void test_hint__a_stale_hint_does_not_keep_a_force_released_lock(void **state)
+{
+    (void)state;
+    if (!lease_based())
+        skip();
+    rowlock_client *a = C(), *b = C(), *adm = C();
+    rowlock_lock *la = L(a, "stalehint"), *lb = L(b, "stalehint");
+    rowlock_info rel = ROWLOCK_INFO_INIT;
+    double ms;
+    int rc;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_force_release(adm, "stalehint", &rel), 0, adm);
+    TU_TIMED(ms, rc = rowlock_acquire(lb, 0, TU_LEASE_LONG));
+    assert_rc(rc, 0, b);
+    if (ms > TU_FAST_MS)
+        fail_msg("the try-once took %.1f ms", ms);
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a); /* a learns it; its hint goes */
+
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_force_release(adm, "stalehint", &rel), 0, adm);
+    TU_TIMED(ms, rc = rowlock_acquire(lb, 5000, TU_LEASE_LONG));
+    assert_rc(rc, 0, b);
+    if (ms > 1000 + TU_SLACK_MS)
+        fail_msg("the waiter took %.1f ms (one hint slice is 1000 ms)", ms);
+    assert_rc(rowlock_release(lb), 0, b);
 }
 
 /* ---- renew ---------------------------------------------------------------------------------- */
@@ -768,6 +866,8 @@ int main(int argc, char **argv)
         TU_TEST(test_release__by_a_handle_that_holds_nothing_is_refused),
         TU_TEST(test_release__after_the_lock_was_lost_is_enotowner),
         TU_TEST(test_renew__after_the_lock_was_lost_is_enotowner),
+        TU_TEST(test_hint__held_once_by_the_holder_and_freed_by_its_release),
+        TU_TEST(test_hint__a_stale_hint_does_not_keep_a_force_released_lock),
         TU_TEST(test_renew__extends_the_lease_and_checks_its_arguments),
         TU_TEST(test_acquire__bad_wait_or_lease_is_refused),
         TU_TEST(test_fencing__tokens_strictly_increase_over_50_cycles),
