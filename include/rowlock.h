@@ -439,7 +439,8 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
  */
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
 
-#define ROWLOCK_REAP_OPTIONS_VERSION 1
+/* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
+#define ROWLOCK_REAP_OPTIONS_VERSION 2
 
 typedef struct rowlock_reap_options {
     unsigned int version;     /**< ROWLOCK_REAP_OPTIONS_VERSION */
@@ -447,9 +448,12 @@ typedef struct rowlock_reap_options {
     unsigned int batch;       /**< rows per deleting statement (default 1000 when 0) */
     int64_t max_ms;           /**< stop starting new batches after this long (0: no limit) */
     int dry_run;              /**< count what would be purged, change nothing */
+    /* version 2 */
+    int64_t pause_ms;         /**< sleep between deleting statements (0: none, at most 60000); spreads
+                                   the purge's redo and page writes so live locks' commits wait less */
 } rowlock_reap_options;
 
-#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0 }
+#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, 0 }
 
 typedef struct rowlock_reap_stats {
     unsigned int version;      /**< set by the caller: ROWLOCK_REAP_OPTIONS_VERSION */

@@ -108,11 +108,16 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
     rowlock_reap_options d = ROWLOCK_REAP_OPTIONS_INIT;
     if (o == NULL)
         o = &d;
-    if (o->version != ROWLOCK_REAP_OPTIONS_VERSION)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: rowlock_reap_options.version is %u, this library knows %d",
+    if (o->version < 1 || o->version > ROWLOCK_REAP_OPTIONS_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: rowlock_reap_options.version is %u, this library knows 1-%d",
                              o->version, ROWLOCK_REAP_OPTIONS_VERSION);
-    if (stats && stats->version != ROWLOCK_REAP_OPTIONS_VERSION)
+    if (stats && (stats->version < 1 || stats->version > ROWLOCK_REAP_OPTIONS_VERSION))
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is not ROWLOCK_REAP_OPTIONS_VERSION");
+    /* A version 1 caller's struct ends before pause_ms: never read it. */
+    const int64_t pause_ms = o->version >= 2 ? o->pause_ms : 0;
+    if (pause_ms < 0 || pause_ms > 60000)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: pause %lld ms is out of range (0..60000)",
+                             (long long)pause_ms);
     int64_t grace_ms = o->grace_ms < 0 ? 60000 : o->grace_ms;
     if (grace_ms > ROWLOCK_LEASE_MAX_MS * 10)
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: grace %lld ms is too large", (long long)grace_ms);
@@ -122,7 +127,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
 
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = stats ? stats->version : ROWLOCK_REAP_OPTIONS_VERSION;
     const int64_t start = rowlock__now_us();
     rowlock__param pg = RL_I64(grace_ms * 1000);
     rowlock__col survey[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
@@ -156,6 +161,8 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
             st.complete = 1;
             break;
         }
+        if (pause_ms > 0)
+            rowlock__sleep_us(pause_ms * 1000);
     }
 out:
     st.elapsed_us = rowlock__now_us() - start;

@@ -300,6 +300,8 @@ expect_usage "reaper: negative grace" "$RP" --grace -1
 expect_usage "reaper: non-numeric grace" "$RP" --grace=abc
 expect_usage "reaper: batch 0" "$RP" --batch 0
 expect_usage "reaper: batch not a number" "$RP" --batch x
+expect_usage "reaper: pause over 60000" "$RP" --pause 60001
+expect_usage "reaper: pause not a number" "$RP" --pause -1
 expect_usage "reaper: max-seconds 0" "$RP" --max-seconds 0
 expect_usage "reaper: unknown option" "$RP" --frobnicate
 expect_usage "reaper: positional argument" "$RP" extra
@@ -782,11 +784,11 @@ check $? "reaper --dry-run changed nothing"
 cap rp --grace 3600
 [[ $RC -eq 0 ]] && [[ $(stale_names) == "$BEFORE" ]]
 check $? "reaper --grace 3600 keeps rows whose lease ended less than an hour ago" "$(show "$W/out")"
-cap rp --grace 0 --batch 2 --json
+cap rp --grace 0 --batch 2 --pause 1 --json
 n=$(sed -n 's/.*"purged":\([0-9]*\).*/\1/p' "$W/out")
 b=$(sed -n 's/.*"batches":\([0-9]*\).*/\1/p' "$W/out")
 [[ $RC -eq 0 ]] && json_valid "$W/out" && ((${n:-0} >= NSTALE && ${b:-0} >= 3)) && grep -q '"dry_run":false' "$W/out"
-check $? "reaper --grace 0 --batch 2 --json purges them in batches of 2 ($n rows, $b batches)" "$(show "$W/out")" "$(show "$W/err")"
+check $? "reaper --grace 0 --batch 2 --pause 1 --json purges them in batches of 2 ($n rows, $b batches)" "$(show "$W/out")" "$(show "$W/err")"
 [[ -z $(stale_names) ]]
 check $? "the stale rows are gone"
 cap rl status "${P}stale-1"

@@ -312,6 +312,31 @@ static void test_reap__bad_options_are_refused(void **state)
     st.version = ROWLOCK_REAP_OPTIONS_VERSION;
     ro.version = 99;
     assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    ro.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.pause_ms = -1;
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_msg_has(admin, "pause");
+    ro.pause_ms = 60001;
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+}
+
+/* A caller built against version 1 of the options (no pause_ms): its struct
+ * ends before the field, which must not be read (here: garbage after it). */
+static void test_reap__version_1_options_are_still_accepted(void **state)
+{
+    (void)state;
+    rowlock_client *admin = C();
+    struct { rowlock_reap_options o; } v1;
+    rowlock_reap_stats st;
+    memset(&v1, 0, sizeof v1);
+    memset(&st, 0, sizeof st);
+    v1.o.version = 1;
+    v1.o.grace_ms = 3600000;
+    v1.o.pause_ms = -12345; /* stands for bytes beyond a version 1 struct */
+    st.version = 1;
+    assert_rc(rowlock_reap(admin, &v1.o, &st), 0, admin);
+    assert_int_equal(st.version, 1);
+    assert_int_equal(st.complete, 1);
 }
 
 /* ---- list ---------------------------------------------------------------------------------------- */
@@ -520,6 +545,7 @@ int main(int argc, char **argv)
         TU_TEST(test_lease__zero_means_the_default),
         TU_TEST(test_reap__purges_ended_leases_and_tokens_keep_increasing),
         TU_TEST(test_reap__bad_options_are_refused),
+        TU_TEST(test_reap__version_1_options_are_still_accepted),
         TU_TEST(test_list__shows_held_locks_and_with_the_flag_stale_ones),
     };
     const struct CMUnitTest fault_tests[] = {

@@ -400,6 +400,7 @@ typedef struct bench_cfg {
     unsigned nsizes;
     uint64_t reaper_rows;
     unsigned reaper_batch; /* 0: the library's default */
+    unsigned reaper_pause; /* ms between reaper batches (0: none) */
     unsigned hold_us;
     unsigned rounds;
 } bench_cfg;
@@ -1428,6 +1429,7 @@ static void reap_during(bench *b, void *arg)
     int64_t t0 = now_ns();
     o.grace_ms = 0;
     o.batch = b->cfg.reaper_batch;
+    o.pause_ms = b->cfg.reaper_pause;
     o.max_ms = 600000;
     ra->stats = st0;
     ra->rc = rowlock_reap(b->admin, &o, &ra->stats);
@@ -1802,6 +1804,7 @@ static void usage(FILE *f)
             "                       --quick 0,1000,10000)\n"
             "  --reaper-rows N      stale rows the reaper purges (default 1000000; --quick 10000)\n"
             "  --reaper-batch N     rows per reaper DELETE (default: the library's)\n"
+            "  --reaper-pause MS    pause between reaper DELETEs (default 0)\n"
             "  --hold-us N          time each hot holder keeps the lock (default 50)\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
@@ -1916,7 +1919,7 @@ static int parse_args(bench *b, int argc, char **argv)
         if (strcmp(opt, "--scenario") && strcmp(opt, "--strategies") && strcmp(opt, "--seconds") &&
             strcmp(opt, "--clients") && strcmp(opt, "--many-clients") && strcmp(opt, "--rows") &&
             strcmp(opt, "--reaper-rows") && strcmp(opt, "--hold-us") && strcmp(opt, "--rounds") &&
-            strcmp(opt, "--reaper-batch")) {
+            strcmp(opt, "--reaper-batch") && strcmp(opt, "--reaper-pause")) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", PROG, a);
             return CLI_EX_USAGE;
         }
@@ -1989,6 +1992,12 @@ static int parse_args(bench *b, int argc, char **argv)
                 return CLI_EX_USAGE;
             }
             c->reaper_batch = (unsigned)v;
+        } else if (strcmp(opt, "--reaper-pause") == 0) {
+            if (cli_parse_uint(val, 0, 60000, &v) != 0) {
+                fprintf(stderr, "%s: --reaper-pause: '%s' is not a number of ms in 0-60000\n", PROG, val);
+                return CLI_EX_USAGE;
+            }
+            c->reaper_pause = (unsigned)v;
         } else if (strcmp(opt, "--rounds") == 0) {
             if (cli_parse_uint(val, 1, MAX_ROUNDS, &v) != 0) {
                 fprintf(stderr, "%s: --rounds: '%s' is not a number in 1-%d\n", PROG, val, MAX_ROUNDS);
