@@ -193,7 +193,10 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
  * thread while rowlock calls run. rowlock prepares its statements on it (and
  * closes them on free) and never changes its session settings; while an
  * insert or optimistic lock is held, the session also holds a named lock
- * GET_LOCK('rowlock.<hash>') that waiters use as a wake-up hint. The insert
+ * GET_LOCK('rowlock.<hash>') that waiters use as a wake-up hint (taken and
+ * freed inside the claim and release statements, which is why those are
+ * "unsafe" for binlog_format=STATEMENT: use MIXED, MariaDB's default, or
+ * ROW). The insert
  * and optimistic strategies refuse to run while the connection is inside an
  * application transaction (their rows must commit on their own); a
  * connection opened with CLIENT_FOUND_ROWS is refused (affected-row counts
@@ -341,7 +344,9 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  *   ROWLOCK_EUNSUPPORTED for-update on a Galera cluster without SINGLE_NODE,
  *                        or a second for-update name on one client;
  *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
- * Blocks at most wait_ms plus one round trip (and the client's timeouts).
+ * Blocks at most wait_ms plus a few round trips (and the client's timeouts):
+ * an uncontended insert or optimistic grant is one statement; a refusal
+ * adds a read that names the holder.
  */
 ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 
