@@ -10,6 +10,10 @@
 #include <string.h>
 
 static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
+/* The same under a shared row lock for the statement: waits (variant: lock
+ * wait) for a writer of the row to commit, then reads what it committed. */
+static const char SQL_ROW_SHARED[] = "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+                                     "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
 
 /*
  * Wake-up hints for the lease strategies (insert, optimistic).
@@ -47,11 +51,6 @@ static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` 
 /* 2: this session already held it, 1: got it, 0: timed out. */
 static const char SQL_HINT_WAIT[] = "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))";
 static const char SQL_HINT_DROP[] = "SELECT RELEASE_LOCK(?)";
-
-static int uses_hint(const rowlock_lock *l)
-{
-    return l->ops->id != ROWLOCK_STRATEGY_FOR_UPDATE;
-}
 
 static void hint_name(rowlock_lock *l)
 {
@@ -92,10 +91,10 @@ static void hint_drop(rowlock_lock *l)
     }
 }
 
-int rowlock__hint_take(rowlock_lock *l)
+void rowlock__hint_take(rowlock_lock *l)
 {
     l->hint_held = 1;
-    return hint_call(l, SQL_HINT_WAIT, 0) > 0;
+    (void)hint_call(l, SQL_HINT_WAIT, 0);
 }
 
 static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
@@ -340,14 +339,15 @@ static void info_reset(rowlock_info *info)
     info->version = v;
 }
 
-int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
+static int row_read(rowlock_client *c, const char *sql, long variant, const char *name, size_t name_len,
+                    rowlock_info *info)
 {
     rowlock__col cols[ROWLOCK__ROW_NCOLS];
     info_reset(info);
     rowlock__row_cols_init(cols, info);
     rowlock__param p = RL_STR(name, name_len);
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "read lock row", SQL_ROW, 0, &p, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
+    int rc = rowlock__db_exec(c, "read lock row", sql, variant, &p, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
     if (rc)
         return rc;
     if (res.rows == 0) {
@@ -357,6 +357,17 @@ int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowl
     }
     rowlock__row_cols_store(cols, info);
     return 0;
+}
+
+int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
+{
+    return row_read(c, SQL_ROW, 0, name, name_len, info);
+}
+
+int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,
+                             rowlock_info *info)
+{
+    return row_read(c, SQL_ROW_SHARED, lock_wait_ms, name, name_len, info);
 }
 
 /* Explain a lost claim; *free_row is set when the row was free or its lease
@@ -401,14 +412,13 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
     int explained = 0, free_row = 0;
-    unsigned flags = uses_hint(l) ? 0 : ROWLOCK__TRY_UNGATED;
+    unsigned flags = 0;
     char why[ROWLOCK__ERRMSG_MAX];
     unsigned polls = 0;
     for (;;) {
         int64_t now = rowlock__now_us();
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
-        if (uses_hint(l))
-            l->hint_held = 1; /* the claim statement may take it */
+        l->hint_held = 1; /* the claim statement may take it */
         int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
         if (rc != ROWLOCK_EBUSY)
             return rc;
@@ -433,10 +443,6 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (now >= deadline) {
             memcpy(l->client->errmsg, why, sizeof why);
             return ROWLOCK_EBUSY;
-        }
-        if (!uses_hint(l)) {
-            rowlock__sleep_us(rowlock__backoff_us(polls++, 500, 50000, rowlock__rand32(&l->client->rng)));
-            continue;
         }
         /* Queue on the hint: the server wakes waiters in order when the
          * holder lets it go, and a newcomer cannot overtake them (its claim

@@ -225,16 +225,20 @@ extern const rowlock__strategy_ops rowlock__strategy_optimistic;
 
 /* Shared row helpers (lock.c). */
 int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info);
+/* The same as a locking read (LOCK IN SHARE MODE, waiting up to lock_wait_ms
+ * for a writer of the row to commit). */
+int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,
+                             rowlock_info *info);
 /* After a failed grant: explain why, as EBUSY or EINVALID (other strategy). */
 int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
-/* Common lease-strategy wait loop: calls `attempt` until it returns
- * something other than ROWLOCK_EBUSY or the deadline passes. */
+/* The lease strategies' wait loop (they use the wake-up hint): calls
+ * `attempt` until it returns something other than ROWLOCK_EBUSY or the
+ * deadline passes, queueing on the hint between attempts. */
 #define ROWLOCK__TRY_UNGATED 1u /* grant a free row even without the hint */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags));
-/* Take the wake-up hint after a grant whose statement could not (a new row);
- * returns 1 if this session holds it. */
-int rowlock__hint_take(rowlock_lock *l);
+/* Take the wake-up hint after a grant whose statement could not (a new row). */
+void rowlock__hint_take(rowlock_lock *l);
 /*
  * SQL pieces for the wake-up hint inside claim and release statements
  * (lock.c explains the hint). HINT_TRY is true when this session holds or

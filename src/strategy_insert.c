@@ -90,7 +90,7 @@ static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_m
         return ROWLOCK_EBUSY;
     l->token = res.insert_id;
     if (res.affected == 1)
-        (void)rowlock__hint_take(l); /* a new row: its INSERT took no hint */
+        rowlock__hint_take(l); /* a new row: its INSERT took no hint */
     return 0;
 }
 

@@ -13,10 +13,10 @@
  *   acquire  1 round trip when the handle knows the row's version (it saw
  *            it at its own last grant or release, which leaves the version
  *            as it was): CLAIM with that version. Otherwise, or when the
- *            version moved, 2: READ, then CLAIM (free or expired row),
- *            REENTER (our own live row) or CREATE (no row yet; + 1 to take
- *            the hint). READ is a locking read (LOCK IN SHARE MODE, for one
- *            statement): a waiter woken by a release's hint waits the few
+ *            version moved, 2: a locking row read (lock.c), then CLAIM (free
+ *            or expired row), REENTER (our own live row) or CREATE (no row
+ *            yet; + 1 to take the hint). The read is LOCK IN SHARE MODE for
+ *            one statement: a waiter woken by a release's hint waits the few
  *            microseconds until that release commits instead of reading the
  *            row as it was before it. CLAIM takes the wake-up hint in the
  *            same statement (ROWLOCK__HINT_TRY; lock.c).
@@ -30,10 +30,6 @@
 #include "rowlock_int.h"
 
 #include <string.h>
-
-/* Params: name. Variant: lock-wait seconds. */
-static const char READ[] = "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
-                           "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
 
 /* Params: owner, lease µs, name, version seen, RL_HINT_TRY. The hint is
  * tried last, only on the row that matched the rest. */
@@ -86,14 +82,11 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
             return rc;
     }
     rowlock_info row = ROWLOCK_INFO_INIT;
-    rowlock__col cols[ROWLOCK__ROW_NCOLS];
-    rowlock__row_cols_init(cols, &row);
-    rowlock__param rp = RL_STR(l->name, l->name_len);
     rowlock__res res;
-    rc = rowlock__db_exec(c, "acquire (optimistic)", READ, waits, &rp, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
+    rc = rowlock__row_read_shared(c, l->name, l->name_len, waits, &row);
     if (rc)
         return rc;
-    if (res.rows == 0) {
+    if (!row.exists) {
         rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                                 RL_I64(lease_ms * 1000) };
         rc = rowlock__db_exec(c, "acquire (optimistic)", CREATE, waits, p, 3, NULL, 0, NULL, NULL, &res);
@@ -102,10 +95,9 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
         if (rc)
             return rc;
         l->token = l->version = res.insert_id;
-        (void)rowlock__hint_take(l); /* a new row: its INSERT took no hint */
+        rowlock__hint_take(l); /* a new row: its INSERT took no hint */
         return 0;
     }
-    rowlock__row_cols_store(cols, &row);
     if (row.strategy != ROWLOCK_STRATEGY_OPTIMISTIC)
         return rowlock__explain_busy(l, ROWLOCK_STRATEGY_OPTIMISTIC);
     if (row.held && strcmp(row.owner, c->owner) == 0) {
