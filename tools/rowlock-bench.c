@@ -1187,7 +1187,7 @@ static void count_round_trips(bench *b, int st, const char *rawtable, result *re
 static int clean_table(bench *b, const char *table, char *err, size_t cap)
 {
     char sql[256];
-    uint64_t aff;
+    uint64_t aff = 0;
     int guard;
     setf(sql, sizeof sql,
          "DELETE FROM `%s` WHERE name LIKE 'bench-%%' OR name LIKE 'fill-%%' LIMIT 100000", table);
@@ -1210,7 +1210,7 @@ static int fill_rows(bench *b, const char *table, uint64_t from, uint64_t to, in
                      size_t cap)
 {
     char sql[768];
-    uint64_t a, aff;
+    uint64_t a, aff = 0;
     if (from > to)
         return 0;
     if (b->cfg.verbose)
@@ -1257,8 +1257,8 @@ static int make_table(bench *b, const char *table, char *err, size_t cap)
     return clean_table(b, table, err, cap);
 }
 
-/* Drop a lock table made by make_table(): the table, its token sequence and
- * its schema-version row. */
+/* Drop a lock table made by make_table(): the table, its token sequence,
+ * its waiter queue and its schema-version row. */
 static int drop_table(bench *b, const char *table, char *err, size_t cap)
 {
     char sql[256];
@@ -1266,6 +1266,9 @@ static int drop_table(bench *b, const char *table, char *err, size_t cap)
     if (q_exec(b->mon, sql, NULL, err, cap) != 0)
         return -1;
     setf(sql, sizeof sql, "DROP SEQUENCE IF EXISTS `%s_token`", table);
+    if (q_exec(b->mon, sql, NULL, err, cap) != 0)
+        return -1;
+    setf(sql, sizeof sql, "DROP TABLE IF EXISTS `%s_queue`", table);
     if (q_exec(b->mon, sql, NULL, err, cap) != 0)
         return -1;
     setf(sql, sizeof sql, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", table);
