@@ -199,6 +199,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
 {
     if (c == NULL)
         return;
+    rowlock__queue_forget(c);
     rowlock__db_close(c);
     free_settings(c);
     free(c);

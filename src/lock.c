@@ -47,6 +47,36 @@ static const char SQL_ROW_SHARED[] = "SET STATEMENT innodb_lock_wait_timeout={{w
  * a session holds a hint at most once, and one RELEASE_LOCK frees it.
  * l->hint_held therefore means "may hold": a stray RELEASE_LOCK of a hint
  * this session does not hold is a no-op.
+ *
+ * Hand-off through the waiter queue (schema 0002). With the hint alone a
+ * hand-off is two durable commits in series: the release's, then the woken
+ * waiter's claim, whose log flush cannot start before the release's ends.
+ * So the release statement itself names the next holder when there is one:
+ *
+ *   - a waiter writes its row in <table>_queue (MEMORY: no log flush): its
+ *     CONNECTION_ID(), the name, its owner and lease; then queues on a second
+ *     named lock, the queue head (qname), in 1 s slices. The server grants
+ *     it in FIFO order, so exactly one waiter is the head.
+ *   - the head waits on the hint. The holder's release statement, if the
+ *     holder still holds the hint, looks up the row of the session that
+ *     holds the queue head (IS_USED_LOCK) for the same name, and if there is
+ *     one it writes that owner, a new token and the waiter's lease into the
+ *     lock row instead of clearing it. One durable commit moves the lock.
+ *   - the release keeps the hint through its commit and lets it go only
+ *     after the server reported the commit (one more round trip), so the
+ *     head wakes only once the hand-off is durable. It then reads the row:
+ *     ours (owner, live lease) means granted, and the same statement lets
+ *     the queue head go, so the next waiter becomes head at once and is
+ *     registered before the new holder releases.
+ *
+ * Anything else falls back to the hint protocol above: no head or no queue
+ * row (the release clears the row and frees the hint in its statement), a
+ * holder without the hint, a full queue table, another Galera node. A head
+ * that leaves the queue for any reason other than that read (deadline,
+ * error) lets the head lock go first and then tries the row once more with
+ * ROWLOCK__TRY_HANDED: a release may have named it just before, and the
+ * claim's own write makes that grant durable before it is reported. Queue
+ * rows of ended sessions are inert (their head lock is gone).
  */
 /* 2: this session already held it, 1: got it, 0: timed out. */
 static const char SQL_HINT_WAIT[] = "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))";
@@ -63,24 +93,109 @@ static void hint_name(rowlock_lock *l)
     }
     snprintf(l->hint, sizeof l->hint, "rowlock.%016llx", (unsigned long long)h);
     l->hint_len = strlen(l->hint);
+    snprintf(l->qname, sizeof l->qname, "%s.q", l->hint);
+    l->qname_len = strlen(l->qname);
 }
 
-/* Hint calls never fail the lock operation: errors are swallowed and the
- * caller's message is kept. Returns SQL_HINT_WAIT's result (2, 1 or 0), or
- * RELEASE_LOCK's, or -1 on error. */
-static int hint_call(rowlock_lock *l, const char *sql, double wait_s)
+/* Params: name, owner, lease µs, strategy. */
+static const char SQL_QUEUE_JOIN[] = "REPLACE INTO `{{table}}_queue` (conn, name, owner, lease_us, strategy) "
+                                     "VALUES (CONNECTION_ID(), ?, ?, ?, ?)";
+static const char SQL_QUEUE_FORGET[] = "DELETE FROM `{{table}}_queue` WHERE conn = CONNECTION_ID()";
+/*
+ * The head's wait: GET_LOCK(hint) as SQL_HINT_WAIT, and once it returns 1,
+ * in the same statement, the lock row: was the lock handed to us? If so the
+ * queue head is let go by the same statement. The GET_LOCK sits in a
+ * derived table, which the server evaluates before it reads the lock row
+ * (and before the statement's read view exists), so the row is read after
+ * the wake-up, as committed by the release that woke us. Params: hint, hint,
+ * wait seconds, owner, strategy, qname, name.
+ */
+static const char SQL_HEAD_WAIT[] =
+    "SELECT w.g, t.token, IF(t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
+    " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0) "
+    "FROM (SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?)) AS g) AS w "
+    "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 1";
+
+/* Named-lock calls never fail the lock operation: errors are swallowed and
+ * the caller's message is kept. Returns SQL_HINT_WAIT's result (2, 1 or 0),
+ * or RELEASE_LOCK's, or -1 on error. */
+static int named_call(rowlock_lock *l, const char *sql, const char *name, size_t len, double wait_s)
 {
     rowlock_client *c = l->client;
     char keep[ROWLOCK__ERRMSG_MAX];
     memcpy(keep, c->errmsg, sizeof keep);
-    rowlock__param p[3] = { RL_STR(l->hint, l->hint_len), RL_STR(l->hint, l->hint_len),
-                            { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
+    rowlock__param p[3] = { RL_STR(name, len), RL_STR(name, len), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     int rc = rowlock__db_exec(c, "hint", sql, 0, p, sql == SQL_HINT_WAIT ? 3 : 1, &col, 1, NULL, NULL, NULL);
     memcpy(c->errmsg, keep, sizeof keep);
     if (rc || col.is_null)
         return -1;
     return (int)col.i;
+}
+
+static int hint_call(rowlock_lock *l, const char *sql, double wait_s)
+{
+    return named_call(l, sql, l->hint, l->hint_len, wait_s);
+}
+
+/* Register as a waiter (0) or not (-1: e.g. the MEMORY table is full). The
+ * row is written only when it would change: a session waiting again for
+ * the same name and lease is registered already. */
+static int queue_join(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    unsigned long conn = rowlock__db_thread_id(c);
+    if (c->queue_conn != 0 && c->queue_conn == conn && c->queue_lease_ms == lease_ms &&
+        c->queue_strategy == (int)l->ops->id && strcmp(c->queue_name, l->name) == 0)
+        return 0;
+    char keep[ROWLOCK__ERRMSG_MAX];
+    memcpy(keep, c->errmsg, sizeof keep);
+    rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
+                            RL_I64(l->ops->id) };
+    c->queue_conn = 0;
+    c->queue_row = 1;
+    int rc = rowlock__db_exec(c, "queue", SQL_QUEUE_JOIN, 0, p, 4, NULL, 0, NULL, NULL, NULL);
+    memcpy(c->errmsg, keep, sizeof keep);
+    if (rc)
+        return -1;
+    c->queue_conn = conn;
+    c->queue_lease_ms = lease_ms;
+    c->queue_strategy = (int)l->ops->id;
+    memcpy(c->queue_name, l->name, l->name_len + 1);
+    return 0;
+}
+
+/* The head waits on the hint (SQL_HEAD_WAIT). Returns as SQL_HINT_WAIT
+ * (2, 1, 0 or -1); *handed is set when the lock was handed to us (l->token
+ * set; the queue head was let go). */
+static int head_wait(rowlock_lock *l, double wait_s, int *handed)
+{
+    rowlock_client *c = l->client;
+    char keep[ROWLOCK__ERRMSG_MAX];
+    memcpy(keep, c->errmsg, sizeof keep);
+    rowlock__param p[7] = { RL_STR(c->owner, c->owner_len),  RL_I64(l->ops->id),
+                            RL_STR(l->qname, l->qname_len),  RL_STR(l->hint, l->hint_len),
+                            RL_STR(l->hint, l->hint_len),    { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
+                            RL_STR(l->name, l->name_len) };
+    rowlock__col cols[3] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 }, { .type = ROWLOCK__T_I64 } };
+    *handed = 0;
+    int rc = rowlock__db_exec(c, "hint", SQL_HEAD_WAIT, 0, p, 7, cols, 3, NULL, NULL, NULL);
+    memcpy(c->errmsg, keep, sizeof keep);
+    if (rc || cols[0].is_null)
+        return -1;
+    if (cols[0].i == 1 && !cols[2].is_null && cols[2].i == 1) {
+        l->token = l->version = cols[1].u;
+        *handed = 1;
+    }
+    return (int)cols[0].i;
+}
+
+void rowlock__queue_forget(rowlock_client *c)
+{
+    if (c->queue_row && c->connected)
+        (void)rowlock__db_exec(c, "queue", SQL_QUEUE_FORGET, 0, NULL, 0, NULL, 0, NULL, NULL, NULL);
+    c->queue_row = 0;
+    c->queue_conn = 0;
 }
 
 static void hint_drop(rowlock_lock *l)
@@ -95,6 +210,12 @@ void rowlock__hint_take(rowlock_lock *l)
 {
     l->hint_held = 1;
     (void)hint_call(l, SQL_HINT_WAIT, 0);
+}
+
+void rowlock__hint_release(rowlock_lock *l)
+{
+    l->hint_held = 1;
+    hint_drop(l);
 }
 
 static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
@@ -404,6 +525,15 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
     return explain_busy_row(l, want, NULL);
 }
 
+/* Slice of a wait: at most 1 s, at least 0, in seconds. */
+static double slice_s(int64_t deadline)
+{
+    int64_t left = deadline - rowlock__now_us();
+    if (left > 1000000)
+        left = 1000000;
+    return left > 0 ? (double)left / 1e6 : 0;
+}
+
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
@@ -412,25 +542,30 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
     int explained = 0, free_row = 0;
+    int joined = 0, head = 0; /* in the waiter queue; holding its head lock */
     unsigned flags = 0;
     char why[ROWLOCK__ERRMSG_MAX];
     unsigned polls = 0;
+    int rc;
     for (;;) {
         int64_t now = rowlock__now_us();
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
         l->hint_held = 1; /* the claim statement may take it */
-        int rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
+        rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
         if (rc != ROWLOCK_EBUSY)
-            return rc;
-        if (!explained) {
+            break;
+        if (!explained && (wait_ms == 0 || !l->strategy_seen)) {
             /* First loss: one read to tell "busy" from "wrong strategy"
              * (which waiting cannot fix; a row's strategy only changes after
-             * a purge) and to name the holder in the final message. */
+             * a purge) and to name the holder in the final message. A
+             * handle that saw its strategy's row before skips it when it
+             * waits, and reads at the deadline instead. */
             rc = explain_busy_row(l, l->ops->id, &free_row);
             if (rc != ROWLOCK_EBUSY)
                 return rc;
             memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
+            l->strategy_seen = 1;
             if (wait_ms == 0 && free_row && !(flags & ROWLOCK__TRY_UNGATED)) {
                 /* A try-once lost to the gate on a free row: the hint may be
                  * held by a session that holds no row (its lease ended or
@@ -439,21 +574,54 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                 continue;
             }
         }
-        now = rowlock__now_us();
-        if (now >= deadline) {
+        if (rowlock__now_us() >= deadline) {
+            if (flags & ROWLOCK__TRY_HANDED) {
+                /* Leaving the queue: let the head go first, then look once
+                 * more, since a release may have named us just before. */
+                if (head)
+                    (void)named_call(l, SQL_HINT_DROP, l->qname, l->qname_len, 0);
+                head = 0;
+                flags &= ~ROWLOCK__TRY_HANDED;
+                rc = attempt(l, lease_ms, 0, flags | ROWLOCK__TRY_HANDED);
+                if (rc != ROWLOCK_EBUSY) {
+                    if (rc == 0)
+                        rowlock__hint_take(l);
+                    return rc;
+                }
+            }
+            if (!explained)
+                return explain_busy_row(l, l->ops->id, NULL);
             memcpy(l->client->errmsg, why, sizeof why);
             return ROWLOCK_EBUSY;
+        }
+        if (!joined)
+            joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
+        if (joined == 1 && !head) {
+            /* Queue for the head lock: the server grants it in FIFO order. */
+            int q = named_call(l, SQL_HINT_WAIT, l->qname, l->qname_len, slice_s(deadline));
+            if (q == 0) {
+                flags |= ROWLOCK__TRY_UNGATED; /* a whole slice passed: look at the row again */
+                continue;
+            }
+            if (q < 0) {
+                joined = -1; /* the queue failed: wait on the hint alone */
+            } else {
+                head = 1;
+                flags |= ROWLOCK__TRY_HANDED;
+            }
         }
         /* Queue on the hint: the server wakes waiters in order when the
          * holder lets it go, and a newcomer cannot overtake them (its claim
          * is gated on the hint). A slice of at most 1 s, then the row is
          * tried without the gate: a hint can be held by a session whose
          * lease already ended. */
-        int64_t slice = deadline - now;
-        if (slice > 1000000)
-            slice = 1000000;
-        int h = hint_call(l, SQL_HINT_WAIT, (double)slice / 1e6);
+        int handed = 0;
+        int h = head ? head_wait(l, slice_s(deadline), &handed) : hint_call(l, SQL_HINT_WAIT, slice_s(deadline));
+        if (handed)
+            return 0; /* the statement let the head lock go; we hold the hint */
         if (h == 1) {
+            if (head)
+                l->client->queue_conn = 0; /* not handed: write our queue row again next time */
             flags &= ~ROWLOCK__TRY_UNGATED; /* handed to us: the row is free now */
             continue;
         }
@@ -471,6 +639,13 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (delay > 0)
             rowlock__sleep_us(delay);
     }
+    /* Granted (or failed) while heading the queue: let the next waiter be
+     * head now, so it is registered before this holder releases. */
+    if (head)
+        (void)named_call(l, SQL_HINT_DROP, l->qname, l->qname_len, 0);
+    if (rc == 0 && (flags & ROWLOCK__TRY_HANDED))
+        rowlock__hint_take(l); /* a grant taken as a hand-off took no hint */
+    return rc;
 }
 
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)

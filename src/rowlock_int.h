@@ -158,6 +158,13 @@ struct rowlock_client {
     unsigned int fu_count; /* acquisitions across handles; 0: no transaction */
     uint64_t fu_token;
     int wsrep_checked; /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
+    /* The waiter queue (lock.c): this session wrote a row in <table>_queue;
+     * and what the row holds, valid while queue_conn is the session's id. */
+    int queue_row;
+    unsigned long queue_conn;
+    int64_t queue_lease_ms;
+    int queue_strategy;
+    char queue_name[ROWLOCK_NAME_MAX + 1];
 };
 
 /* Set the client's message (printf-style); returns `code`. */
@@ -191,10 +198,14 @@ struct rowlock_lock {
     char shown[4 * ROWLOCK_NAME_MAX + 3]; /* the name quoted for messages */
     char hint[40];       /* GET_LOCK name used as a wake-up hint (lock.c) */
     size_t hint_len;
+    char qname[44];      /* GET_LOCK name held by the head of the waiter queue */
+    size_t qname_len;
     int hint_held;       /* this session may hold the hint for this handle
                             (0: it certainly does not) */
     uint64_t version;    /* optimistic: the row's version as last seen by this
                             handle (its own grant or release); 0 = unknown */
+    int strategy_seen;   /* a read showed the name's row of this strategy: a
+                            later wait skips the explaining read (lock.c) */
 };
 
 /*
@@ -235,10 +246,20 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
  * `attempt` until it returns something other than ROWLOCK_EBUSY or the
  * deadline passes, queueing on the hint between attempts. */
 #define ROWLOCK__TRY_UNGATED 1u /* grant a free row even without the hint */
+#define ROWLOCK__TRY_HANDED 2u  /* this call has headed the waiter queue, so a
+                                   row held by our owner was handed to us by a
+                                   release: take it without counting a re-entry
+                                   (the claim's write also makes the hand-off
+                                   durable before we report it) */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags));
 /* Take the wake-up hint after a grant whose statement could not (a new row). */
 void rowlock__hint_take(rowlock_lock *l);
+/* Let the hint go after a release that handed the lock over (its statement
+ * kept the hint so the waiter wakes only once the hand-off is durable). */
+void rowlock__hint_release(rowlock_lock *l);
+/* Delete this session's row of the waiter queue (client free). */
+void rowlock__queue_forget(rowlock_client *c);
 /*
  * SQL pieces for the wake-up hint inside claim and release statements
  * (lock.c explains the hint). HINT_TRY is true when this session holds or

@@ -11,11 +11,14 @@
  *            statement sets to the grant's token, or to 0 when nothing was
  *            granted. A new row takes the hint with one more round trip. A
  *            loser makes one more read to learn whether the name belongs to
- *            another strategy, then waits on the hint (lock.c) until its
- *            deadline.
- *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the owner is cleared,
- *            expires_at set to UTC_TIMESTAMP(6) and the hint freed; the row and
- *            its token stay).
+ *            another strategy, then joins the waiter queue and waits (lock.c)
+ *            until its deadline; a waiter the lock is handed to is granted by
+ *            one read after it wakes, writing nothing.
+ *   release  1 round trip: LEASE_RELEASE (count - 1; at 0 the lock is handed
+ *            to the head of the waiter queue, or else the owner is cleared,
+ *            expires_at set to UTC_TIMESTAMP(6) and the hint freed; the row
+ *            and its token stay). A hand-off takes one more round trip, after
+ *            the commit, to let the hint go.
  *   renew    1 round trip: LEASE_RENEW, only while owner and token match and
  *            the lease has not ended. A loser of release/renew makes one read
  *            for the message.
@@ -37,7 +40,9 @@
 
 #include <string.h>
 
-/* Params: name, owner, lease µs, RL_HINT_TRY. Variant: lock-wait seconds (0 = try once). */
+/* Params: name, owner, lease µs, RL_HINT_TRY, re-entry increment (1; 0 with
+ * ROWLOCK__TRY_HANDED: our owner's live row was handed to us by a release).
+ * Variant: lock-wait milliseconds (0 = try once). */
 static const char ACQUIRE[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
@@ -49,7 +54,7 @@ static const char ACQUIRE[] =
     "                token + 0 * LAST_INSERT_ID(0)),"
     "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
     " count = IF(LAST_INSERT_ID() = 0, count,"
-    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6), count + 1, 1)),"
+    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6), count + ?, 1)),"
     " acquired_at = IF(LAST_INSERT_ID() = 0 OR (owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6)),"
     "          acquired_at, UTC_TIMESTAMP(6)),"
     " expires_at = IF(LAST_INSERT_ID() = 0, expires_at,"
@@ -57,15 +62,35 @@ static const char ACQUIRE[] =
     "             GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at))),"
     " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner))";
 
-/* Params: hint, name, owner, token, strategy. Rows changed: 1 released, 0
- * lost. The final release frees the wake-up hint after the row is locked and
- * before it commits: the woken waiter's claim waits for the commit on the
- * row lock, then takes the row (lock.c). */
+/*
+ * Params: queue head name, name, strategy, hint, hint, name, owner, token,
+ * strategy.
+ * Rows changed: 1 released, 0 lost. LAST_INSERT_ID() comes back as the
+ * lease (µs) of the waiter the lock was handed to, or 0.
+ *
+ * The final release (count 1) hands the lock over when this session holds
+ * the hint and the session heading the waiter queue has a queue row for
+ * this name (lock.c): the row gets that waiter's owner, a new token and its
+ * lease, in this one durable commit, and the hint is kept; the caller lets
+ * it go once the commit is reported, which wakes the new holder. Otherwise
+ * the owner is cleared, expires_at set to now and the hint freed after the
+ * row is locked and before the commit: a waiter woken by it claims the row,
+ * waiting on the row lock only until this commit.
+ *
+ * The first assignment sets LAST_INSERT_ID() (0, or the waiter's lease from
+ * inside the subquery); the others read only it and columns not yet
+ * assigned, so MariaDB's SIMULTANEOUS_ASSIGNMENT mode gives the same row.
+ */
 static const char LEASE_RELEASE[] =
     "UPDATE `{{table}}` SET "
-    " owner = IF(count <= 1, NULL, owner),"
-    " expires_at = IF(count <= 1, UTC_TIMESTAMP(6), expires_at),"
-    " count = IF(count <= 1, " ROWLOCK__HINT_FREE ", count - 1) "
+    " owner = IF(LAST_INSERT_ID(0) <> 0 OR count > 1, owner,"
+    "   (SELECT IF(LAST_INSERT_ID(q.lease_us) <> 0, q.owner, NULL) FROM `{{table}}_queue` q"
+    "     WHERE q.conn = IS_USED_LOCK(?) AND q.conn <> CONNECTION_ID() AND q.name = ? AND q.strategy = ?"
+    "       AND IS_USED_LOCK(?) <=> CONNECTION_ID())),"
+    " token = IF(LAST_INSERT_ID() = 0, token, GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    " acquired_at = IF(LAST_INSERT_ID() = 0, acquired_at, UTC_TIMESTAMP(6)),"
+    " expires_at = IF(count <= 1, UTC_TIMESTAMP(6) + INTERVAL LAST_INSERT_ID() MICROSECOND, expires_at),"
+    " count = IF(count <= 1, IF(LAST_INSERT_ID() = 0, " ROWLOCK__HINT_FREE ", 1), count - 1) "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
 
 /* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
@@ -76,14 +101,14 @@ static const char LEASE_RENEW[] =
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[6] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
-                            RL_HINT_TRY(l, flags) };
+    rowlock__param p[7] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
+                            RL_HINT_TRY(l, flags), RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1) };
     rowlock__res res;
     /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
      * for the concurrent statement holding the row (normally microseconds;
      * a for-update holder of a name we may not use holds it longer). */
     long waits = remaining_ms == 0 ? 0 : 1000;
-    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 6, NULL, 0, NULL, NULL, &res);
+    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 7, NULL, 0, NULL, NULL, &res);
     if (rc)
         return rc;
     if (res.insert_id == 0)
@@ -141,13 +166,19 @@ static int exec_retrying(rowlock_client *c, const char *what, const char *sql, c
 int rowlock__lease_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[5] = { RL_STR(l->hint, l->hint_len), RL_STR(l->name, l->name_len),
-                            RL_STR(c->owner, c->owner_len), RL_U64(l->token), RL_I64(l->ops->id) };
+    rowlock__param p[9] = { RL_STR(l->qname, l->qname_len), RL_STR(l->name, l->name_len), RL_I64(l->ops->id),
+                            RL_STR(l->hint, l->hint_len),   RL_STR(l->hint, l->hint_len),
+                            RL_STR(l->name, l->name_len),   RL_STR(c->owner, c->owner_len),
+                            RL_U64(l->token),               RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = exec_retrying(c, "release", LEASE_RELEASE, p, 5, &res);
+    int rc = exec_retrying(c, "release", LEASE_RELEASE, p, 9, &res);
     if (rc)
         return rc;
-    return res.affected == 1 ? 0 : rowlock__explain_lost(l, "release");
+    if (res.affected != 1)
+        return rowlock__explain_lost(l, "release");
+    if (res.insert_id != 0)
+        rowlock__hint_release(l); /* handed over, durably: wake the new holder */
+    return 0;
 }
 
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)

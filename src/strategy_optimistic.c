@@ -21,7 +21,10 @@
  *            row as it was before it. CLAIM takes the wake-up hint in the
  *            same statement (ROWLOCK__HINT_TRY; lock.c).
  *   release  1 round trip (lease row, shared with insert: LEASE_RELEASE; it
- *            frees the hint).
+ *            hands the lock to the head of the waiter queue, with a new
+ *            version, or frees it and the hint). A hand-off takes one more
+ *            round trip, after the commit, to let the hint go; the waiter is
+ *            then granted by one read (lock.c).
  *   renew    1 round trip (LEASE_RENEW).
  * Holder crash: as insert — the lease ends, the next claim takes the row.
  * Errors: a duplicate key on CREATE (another creator won) and 1205/1213
@@ -40,10 +43,12 @@ static const char CLAIM[] =
     "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND "
     ROWLOCK__HINT_TRY;
 
-/* Params: lease µs, name, version, owner. */
+/* Params: re-entry increment (1; 0 with ROWLOCK__TRY_HANDED: a release
+ * handed our owner the row, and this write makes that durable), lease µs,
+ * name, version, owner. */
 static const char REENTER[] =
     "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
-    "UPDATE `{{table}}` SET count = count + 1, expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "UPDATE `{{table}}` SET count = count + ?, expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND token = ? AND owner = ? AND strategy = 3 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: name, owner, lease µs. */
@@ -101,9 +106,9 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
     if (row.strategy != ROWLOCK_STRATEGY_OPTIMISTIC)
         return rowlock__explain_busy(l, ROWLOCK_STRATEGY_OPTIMISTIC);
     if (row.held && strcmp(row.owner, c->owner) == 0) {
-        rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_U64(row.token),
-                                RL_STR(c->owner, c->owner_len) };
-        rc = rowlock__db_exec(c, "acquire (optimistic)", REENTER, waits, p, 4, NULL, 0, NULL, NULL, &res);
+        rowlock__param p[5] = { RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1), RL_I64(lease_ms * 1000),
+                                RL_STR(l->name, l->name_len), RL_U64(row.token), RL_STR(c->owner, c->owner_len) };
+        rc = rowlock__db_exec(c, "acquire (optimistic)", REENTER, waits, p, 5, NULL, 0, NULL, NULL, &res);
         if (rc)
             return rc;
         if (res.affected != 1)

@@ -8,7 +8,9 @@
  */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -428,6 +430,169 @@ static void test_hint__a_stale_hint_does_not_keep_a_force_released_lock(void **s
     if (ms > 1000 + TU_SLACK_MS)
         fail_msg("the waiter took %.1f ms (one hint slice is 1000 ms)", ms);
     assert_rc(rowlock_release(lb), 0, b);
+}
+
+/* ---- hand-off through the waiter queue (lease strategies) ------------------------------------ */
+
+typedef struct handoff_shared {
+    volatile uint64_t token;  /* the waiter's grant */
+    volatile int granted;
+    char owner[ROWLOCK_OWNER_MAX + 1];
+} handoff_shared;
+
+static tu_pipe go_pipe;
+
+/* Waits up to 20 s for "handoff", records its grant, holds it until the
+ * parent says 'R' (or 20 s), releases. */
+static int waiter_for_handoff(void *arg, int idx)
+{
+    handoff_shared *sh = arg;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_lock *l = NULL;
+    int rc;
+    (void)idx;
+    if (c == NULL)
+        return 10;
+    lo.strategy = S;
+    if (rowlock_lock_new(&l, c, "handoff", &lo) != 0)
+        return 11;
+    snprintf(sh->owner, sizeof sh->owner, "%s", rowlock_client_owner(c));
+    rc = rowlock_acquire(l, 20000, TU_LEASE_LONG);
+    if (rc != 0) {
+        fprintf(stderr, "waiter: acquire: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 12;
+    }
+    sh->token = rowlock_lock_token(l);
+    sh->granted = 1;
+    (void)tu_await(&go_pipe, 20000);
+    rc = rowlock_release(l);
+    if (rc != 0) {
+        fprintf(stderr, "waiter: release: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
+        return 13;
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+/* Whether some session heads the waiter queue of `name` with a queue row for
+ * it: then the next release can hand the lock over. */
+static int queue_head_registered(const char *name)
+{
+    char hint[64];
+    int ok = 0;
+    hint_of(name, hint, sizeof hint);
+    long long n = tu_sql_int(NULL, &ok,
+                             "SELECT COUNT(*) FROM `%s_queue` WHERE conn = IS_USED_LOCK('%s.q') AND name = '%s' "
+                             "AND strategy = %d",
+                             TABLE, hint, name, (int)S);
+    assert_true(ok);
+    return n > 0;
+}
+
+static long long queue_head(const char *name)
+{
+    char hint[64], q[80];
+    hint_of(name, hint, sizeof hint);
+    snprintf(q, sizeof q, "%s.q", hint);
+    return hint_holder(q);
+}
+
+static void await_queue_head(const char *name, pid_t child)
+{
+    for (int i = 0; i < 2000 && !queue_head_registered(name); i++)
+        tu_sleep_ms(10);
+    if (!queue_head_registered(name))
+        fail_msg("no waiter headed the queue of '%s' within 20 s (child exit %d)", name, tu_wait(child, 0));
+}
+
+/* The final release of a lock with a queued waiter names that waiter in its
+ * own commit: the row is the waiter's the moment the release returns (with
+ * only the hint to wake it, the row would be free then, until the waiter's
+ * own claim committed a flush later). A re-entered lock is handed over only
+ * at its final release. */
+static void test_handoff__the_final_release_names_the_queued_waiter(void **state)
+{
+    (void)state;
+    if (!lease_based())
+        skip();
+    handoff_shared *sh = tu_shm(sizeof *sh);
+    rowlock_client *a = C(), *adm = C();
+    rowlock_lock *la = L(a, "handoff"), *lx = L(adm, "handoff");
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    pid_t pid;
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    uint64_t ta = rowlock_lock_token(la);
+    tu_pipe_open(&go_pipe);
+    pid = tu_fork(waiter_for_handoff, sh, 0);
+    await_queue_head("handoff", pid);
+
+    assert_rc(rowlock_release(la), 0, a); /* count 2 -> 1: still ours */
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    assert_true(info.held);
+    assert_string_equal(info.owner, rowlock_client_owner(a));
+    assert_int_equal(info.count, 1);
+
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    if (!info.held || strcmp(info.owner, sh->owner) != 0)
+        fail_msg("right after the final release the row is %s by '%s', not held by the queued waiter '%s'",
+                 info.held ? "held" : "not held", info.owner, sh->owner);
+    assert_int_equal(info.count, 1);
+    assert_true(info.token > ta);
+    for (int i = 0; i < 2000 && !sh->granted; i++)
+        tu_sleep_ms(10);
+    assert_true(sh->granted);
+    assert_true(sh->token == info.token); /* the waiter's token is the row's */
+    assert_int_equal(queue_head("handoff"), 0); /* it let the queue head go */
+    tu_signal(&go_pipe, 'R');
+    assert_int_equal(tu_wait(pid, 30000), 0);
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    assert_false(info.held); /* its one release freed it: no count left over */
+    expect_free(lx, adm);
+    tu_pipe_close(&go_pipe);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+/* A queued waiter that is gone is never named: one that timed out left the
+ * queue; one whose process died lost its session and its queue head. The
+ * release then frees the row. */
+static void test_handoff__a_waiter_that_left_or_died_is_not_named(void **state)
+{
+    (void)state;
+    if (!lease_based())
+        skip();
+    handoff_shared *sh = tu_shm(sizeof *sh);
+    rowlock_client *a = C(), *b = C(), *adm = C();
+    rowlock_lock *la = L(a, "handoff"), *lb = L(b, "handoff"), *lx = L(adm, "handoff");
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    pid_t pid;
+
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(lb, 300, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+    assert_int_equal(queue_head("handoff"), 0);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    assert_false(info.held);
+
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    tu_pipe_open(&go_pipe);
+    pid = tu_fork(waiter_for_handoff, sh, 0);
+    await_queue_head("handoff", pid);
+    kill(pid, SIGKILL);
+    (void)tu_wait(pid, 10000);
+    for (int i = 0; i < 1000 && queue_head("handoff") != 0; i++)
+        tu_sleep_ms(10); /* the server ends the dead client's session */
+    assert_int_equal(queue_head("handoff"), 0);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    if (info.held)
+        fail_msg("the release named '%s' (the dead waiter is '%s')", info.owner, sh->owner);
+    expect_free(lb, b);
+    tu_pipe_close(&go_pipe);
+    tu_shm_free(sh, sizeof *sh);
 }
 
 /* ---- renew ---------------------------------------------------------------------------------- */
@@ -868,6 +1033,8 @@ int main(int argc, char **argv)
         TU_TEST(test_renew__after_the_lock_was_lost_is_enotowner),
         TU_TEST(test_hint__held_once_by_the_holder_and_freed_by_its_release),
         TU_TEST(test_hint__a_stale_hint_does_not_keep_a_force_released_lock),
+        TU_TEST(test_handoff__the_final_release_names_the_queued_waiter),
+        TU_TEST(test_handoff__a_waiter_that_left_or_died_is_not_named),
         TU_TEST(test_renew__extends_the_lease_and_checks_its_arguments),
         TU_TEST(test_acquire__bad_wait_or_lease_is_refused),
         TU_TEST(test_fencing__tokens_strictly_increase_over_50_cycles),

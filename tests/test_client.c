@@ -33,6 +33,7 @@ static void drop_table(const char *table)
 {
     assert_int_equal(tu_sql(NULL, 0, "DROP TABLE IF EXISTS `%s`", table), 0);
     assert_int_equal(tu_sql(NULL, 0, "DROP SEQUENCE IF EXISTS `%s_token`", table), 0);
+    assert_int_equal(tu_sql(NULL, 0, "DROP TABLE IF EXISTS `%s_queue`", table), 0);
     unsigned int e = tu_sql(NULL, 1146, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", table);
     assert_true(e == 0 || e == 1146);
 }
