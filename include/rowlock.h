@@ -196,7 +196,9 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
  * GET_LOCK('rowlock.<hash>') that waiters use as a wake-up hint (taken and
  * freed inside the claim and release statements, which is why those are
  * "unsafe" for binlog_format=STATEMENT: use MIXED, MariaDB's default, or
- * ROW). The insert
+ * ROW); while it waits for one, it holds GET_LOCK('rowlock.<hash>.q') when
+ * it heads the waiter queue and has a row, keyed by CONNECTION_ID(), in the
+ * MEMORY table <table>_queue (deleted by rowlock_client_free()). The insert
  * and optimistic strategies refuse to run while the connection is inside an
  * application transaction (their rows must commit on their own); a
  * connection opened with CLIENT_FOUND_ROWS is refused (affected-row counts

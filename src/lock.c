@@ -544,7 +544,7 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     int explained = 0, free_row = 0;
     int joined = 0, head = 0; /* in the waiter queue; holding its head lock */
     unsigned flags = 0;
-    char why[ROWLOCK__ERRMSG_MAX];
+    char why[ROWLOCK__ERRMSG_MAX] = "";
     unsigned polls = 0;
     int rc;
     for (;;) {
@@ -575,24 +575,13 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
             }
         }
         if (rowlock__now_us() >= deadline) {
-            if (flags & ROWLOCK__TRY_HANDED) {
-                /* Leaving the queue: let the head go first, then look once
-                 * more, since a release may have named us just before. */
-                if (head)
-                    (void)named_call(l, SQL_HINT_DROP, l->qname, l->qname_len, 0);
-                head = 0;
-                flags &= ~ROWLOCK__TRY_HANDED;
-                rc = attempt(l, lease_ms, 0, flags | ROWLOCK__TRY_HANDED);
-                if (rc != ROWLOCK_EBUSY) {
-                    if (rc == 0)
-                        rowlock__hint_take(l);
-                    return rc;
-                }
+            if (!(flags & ROWLOCK__TRY_HANDED)) {
+                if (!explained)
+                    return explain_busy_row(l, l->ops->id, NULL);
+                memcpy(l->client->errmsg, why, sizeof why);
+                return ROWLOCK_EBUSY;
             }
-            if (!explained)
-                return explain_busy_row(l, l->ops->id, NULL);
-            memcpy(l->client->errmsg, why, sizeof why);
-            return ROWLOCK_EBUSY;
+            break; /* leave the queue (below) */
         }
         if (!joined)
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
@@ -639,10 +628,31 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (delay > 0)
             rowlock__sleep_us(delay);
     }
-    /* Granted (or failed) while heading the queue: let the next waiter be
-     * head now, so it is registered before this holder releases. */
+    /* Granted, failed or out of time while heading the queue (or after):
+     * let the next waiter be head now, so it is registered before this
+     * holder releases. */
     if (head)
         (void)named_call(l, SQL_HINT_DROP, l->qname, l->qname_len, 0);
+    if (rc != 0 && (flags & ROWLOCK__TRY_HANDED) && l->client->connected) {
+        /* Not granted, but a release may have named us while we headed the
+         * queue, just before we let the head go: look once more. The claim
+         * waits (up to 1 s) for such a release's row lock, and its own
+         * write makes that hand-off durable before we report it. */
+        char keep[ROWLOCK__ERRMSG_MAX];
+        memcpy(keep, l->client->errmsg, sizeof keep);
+        int again = attempt(l, lease_ms, 1000, flags);
+        if (again == 0)
+            rc = 0;
+        else if (rc == ROWLOCK_EBUSY && again != ROWLOCK_EBUSY)
+            rc = again;
+        else
+            memcpy(l->client->errmsg, keep, sizeof keep);
+        if (rc == ROWLOCK_EBUSY) {
+            if (!explained)
+                return explain_busy_row(l, l->ops->id, NULL);
+            memcpy(l->client->errmsg, why, sizeof why);
+        }
+    }
     if (rc == 0 && (flags & ROWLOCK__TRY_HANDED))
         rowlock__hint_take(l); /* a grant taken as a hand-off took no hint */
     return rc;
