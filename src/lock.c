@@ -78,8 +78,10 @@ static const char SQL_ROW_SHARED[] = "SET STATEMENT innodb_lock_wait_timeout={{w
  * claim's own write makes that grant durable before it is reported. Queue
  * rows of ended sessions are inert (their head lock is gone).
  */
-/* 2: this session already held it, 1: got it, 0: timed out. */
-static const char SQL_HINT_WAIT[] = "SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))";
+/* 2: this session already held it, 1: got it, 0: timed out. Params: name,
+ * name, wait seconds. */
+#define LOCK_WAIT_EXPR "IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))"
+static const char SQL_HINT_WAIT[] = "SELECT " LOCK_WAIT_EXPR;
 static const char SQL_HINT_DROP[] = "SELECT RELEASE_LOCK(?)";
 
 static void hint_name(rowlock_lock *l)
@@ -107,27 +109,35 @@ static const char SQL_QUEUE_FORGET[] = "DELETE FROM `{{table}}_queue` WHERE conn
  * queue head is let go by the same statement. The GET_LOCK sits in a
  * derived table, which the server evaluates before it reads the lock row
  * (and before the statement's read view exists), so the row is read after
- * the wake-up, as committed by the release that woke us. Params: hint, hint,
- * wait seconds, owner, strategy, qname, name.
+ * the wake-up, as committed by the release that woke us. Params: owner,
+ * strategy, qname, then hint, hint, wait seconds (LOCK_WAIT_EXPR), name.
  */
 static const char SQL_HEAD_WAIT[] =
     "SELECT w.g, t.token, IF(t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
     " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0) "
-    "FROM (SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?)) AS g) AS w "
+    "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
     "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 1";
 
-/* Named-lock calls never fail the lock operation: errors are swallowed and
- * the caller's message is kept. Returns SQL_HINT_WAIT's result (2, 1 or 0),
- * or RELEASE_LOCK's, or -1 on error. */
-static int named_call(rowlock_lock *l, const char *sql, const char *name, size_t len, double wait_s)
+/* The hint and queue statements never fail the lock operation: an error
+ * is reported to the caller as "not done" and the client keeps the message
+ * of the operation it is part of. */
+static int exec_quiet(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np, rowlock__col *cols,
+                      unsigned ncols)
 {
-    rowlock_client *c = l->client;
     char keep[ROWLOCK__ERRMSG_MAX];
     memcpy(keep, c->errmsg, sizeof keep);
+    int rc = rowlock__db_exec(c, "hint", sql, 0, p, np, cols, ncols, NULL, NULL, NULL);
+    memcpy(c->errmsg, keep, sizeof keep);
+    return rc;
+}
+
+/* Returns SQL_HINT_WAIT's result (2, 1 or 0), or RELEASE_LOCK's, or -1 on
+ * error. */
+static int named_call(rowlock_lock *l, const char *sql, const char *name, size_t len, double wait_s)
+{
     rowlock__param p[3] = { RL_STR(name, len), RL_STR(name, len), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    int rc = rowlock__db_exec(c, "hint", sql, 0, p, sql == SQL_HINT_WAIT ? 3 : 1, &col, 1, NULL, NULL, NULL);
-    memcpy(c->errmsg, keep, sizeof keep);
+    int rc = exec_quiet(l->client, sql, p, sql == SQL_HINT_WAIT ? 3 : 1, &col, 1);
     if (rc || col.is_null)
         return -1;
     return (int)col.i;
@@ -148,15 +158,11 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
     if (c->queue_conn != 0 && c->queue_conn == conn && c->queue_lease_ms == lease_ms &&
         c->queue_strategy == (int)l->ops->id && strcmp(c->queue_name, l->name) == 0)
         return 0;
-    char keep[ROWLOCK__ERRMSG_MAX];
-    memcpy(keep, c->errmsg, sizeof keep);
     rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
                             RL_I64(l->ops->id) };
     c->queue_conn = 0;
     c->queue_row = 1;
-    int rc = rowlock__db_exec(c, "queue", SQL_QUEUE_JOIN, 0, p, 4, NULL, 0, NULL, NULL, NULL);
-    memcpy(c->errmsg, keep, sizeof keep);
-    if (rc)
+    if (exec_quiet(c, SQL_QUEUE_JOIN, p, 4, NULL, 0))
         return -1;
     c->queue_conn = conn;
     c->queue_lease_ms = lease_ms;
@@ -171,17 +177,13 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
 static int head_wait(rowlock_lock *l, double wait_s, int *handed)
 {
     rowlock_client *c = l->client;
-    char keep[ROWLOCK__ERRMSG_MAX];
-    memcpy(keep, c->errmsg, sizeof keep);
     rowlock__param p[7] = { RL_STR(c->owner, c->owner_len),  RL_I64(l->ops->id),
                             RL_STR(l->qname, l->qname_len),  RL_STR(l->hint, l->hint_len),
                             RL_STR(l->hint, l->hint_len),    { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
                             RL_STR(l->name, l->name_len) };
     rowlock__col cols[3] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 }, { .type = ROWLOCK__T_I64 } };
     *handed = 0;
-    int rc = rowlock__db_exec(c, "hint", SQL_HEAD_WAIT, 0, p, 7, cols, 3, NULL, NULL, NULL);
-    memcpy(c->errmsg, keep, sizeof keep);
-    if (rc || cols[0].is_null)
+    if (exec_quiet(c, SQL_HEAD_WAIT, p, 7, cols, 3) || cols[0].is_null)
         return -1;
     if (cols[0].i == 1 && !cols[2].is_null && cols[2].i == 1) {
         l->token = l->version = cols[1].u;
@@ -214,8 +216,8 @@ void rowlock__hint_take(rowlock_lock *l)
 
 void rowlock__hint_release(rowlock_lock *l)
 {
-    l->hint_held = 1;
-    hint_drop(l);
+    (void)hint_call(l, SQL_HINT_DROP, 0);
+    l->hint_held = 0;
 }
 
 static const rowlock__strategy_ops *ops_for(rowlock_strategy s)
@@ -525,6 +527,16 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
     return explain_busy_row(l, want, NULL);
 }
 
+/* A wait that ends busy: the message of the first loss, or, when that loss
+ * was not read (the handle knew the name's strategy), a read now. */
+static int busy_result(rowlock_lock *l, int explained, const char *why)
+{
+    if (!explained)
+        return explain_busy_row(l, l->ops->id, NULL);
+    memcpy(l->client->errmsg, why, ROWLOCK__ERRMSG_MAX);
+    return ROWLOCK_EBUSY;
+}
+
 /* Slice of a wait: at most 1 s, at least 0, in seconds. */
 static double slice_s(int64_t deadline)
 {
@@ -575,12 +587,8 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
             }
         }
         if (rowlock__now_us() >= deadline) {
-            if (!(flags & ROWLOCK__TRY_HANDED)) {
-                if (!explained)
-                    return explain_busy_row(l, l->ops->id, NULL);
-                memcpy(l->client->errmsg, why, sizeof why);
-                return ROWLOCK_EBUSY;
-            }
+            if (!(flags & ROWLOCK__TRY_HANDED))
+                return busy_result(l, explained, why);
             break; /* leave the queue (below) */
         }
         if (!joined)
@@ -599,11 +607,11 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                 flags |= ROWLOCK__TRY_HANDED;
             }
         }
-        /* Queue on the hint: the server wakes waiters in order when the
-         * holder lets it go, and a newcomer cannot overtake them (its claim
-         * is gated on the hint). A slice of at most 1 s, then the row is
-         * tried without the gate: a hint can be held by a session whose
-         * lease already ended. */
+        /* Wait on the hint (the queue's head, or every waiter when the queue
+         * failed): the holder lets it go at its release, and a newcomer
+         * cannot overtake (its claim is gated on the hint). A slice of at
+         * most 1 s, then the row is tried without the gate: a hint can be
+         * held by a session whose lease already ended. */
         int handed = 0;
         int h = head ? head_wait(l, slice_s(deadline), &handed) : hint_call(l, SQL_HINT_WAIT, slice_s(deadline));
         if (handed)
@@ -611,7 +619,7 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (h == 1) {
             if (head)
                 l->client->queue_conn = 0; /* not handed: write our queue row again next time */
-            flags &= ~ROWLOCK__TRY_UNGATED; /* handed to us: the row is free now */
+            flags &= ~ROWLOCK__TRY_UNGATED; /* the hint is ours: the row is free now */
             continue;
         }
         flags |= ROWLOCK__TRY_UNGATED;
@@ -647,11 +655,8 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
             rc = again;
         else
             memcpy(l->client->errmsg, keep, sizeof keep);
-        if (rc == ROWLOCK_EBUSY) {
-            if (!explained)
-                return explain_busy_row(l, l->ops->id, NULL);
-            memcpy(l->client->errmsg, why, sizeof why);
-        }
+        if (rc == ROWLOCK_EBUSY)
+            return busy_result(l, explained, why);
     }
     if (rc == 0 && (flags & ROWLOCK__TRY_HANDED))
         rowlock__hint_take(l); /* a grant taken as a hand-off took no hint */
