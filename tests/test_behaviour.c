@@ -549,6 +549,12 @@ static void test_handoff__the_final_release_names_the_queued_waiter(void **state
     assert_int_equal(queue_head("handoff"), 0); /* it let the queue head go */
     tu_signal(&go_pipe, 'R');
     assert_int_equal(tu_wait(pid, 30000), 0);
+    {
+        /* rowlock_client_free() deleted the waiter's queue row. */
+        int ok = 0;
+        assert_int_equal(tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `%s_queue` WHERE name = 'handoff'", TABLE), 0);
+        assert_true(ok);
+    }
     assert_rc(rowlock_inspect(lx, &info), 0, adm);
     assert_false(info.held); /* its one release freed it: no count left over */
     expect_free(lx, adm);
