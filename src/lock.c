@@ -566,6 +566,7 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
         if (rc != ROWLOCK_EBUSY)
             break;
+        l->contended = 1; /* others want it too: our release may hand it over */
         if (!explained && (wait_ms == 0 || !l->strategy_seen)) {
             /* First loss: one read to tell "busy" from "wrong strategy"
              * (which waiting cannot fix; a row's strategy only changes after

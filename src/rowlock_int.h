@@ -206,6 +206,9 @@ struct rowlock_lock {
                             handle (its own grant or release); 0 = unknown */
     int strategy_seen;   /* a read showed the name's row of this strategy: a
                             later wait skips the explaining read (lock.c) */
+    int contended;       /* lease strategies: another session held or wanted
+                            the lock lately, so the release starts with the
+                            statement that can hand it over (strategy_insert.c) */
 };
 
 /*
