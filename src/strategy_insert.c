@@ -30,6 +30,9 @@
  * Errors: 1205/1213 (two acquirers' INSERTs on one key, a deadlock between
  *   waiters on a just-freed key) mean "busy, retry"; 1146 means the schema is
  *   missing (ESCHEMA); anything else is EDB.
+ * Tokens: VALUES(token) is the new token the statement computed for the
+ *   insert (ROWLOCK__NEW_TOKEN, evaluated before the duplicate key is found),
+ *   so a takeover reuses it instead of drawing the sequence a second time.
  * Why ODKU assignments look the way they do: MySQL evaluates them left to
  *   right with updated values, MariaDB's SIMULTANEOUS_ASSIGNMENT mode with old
  *   ones. Every condition reads only columns not yet assigned, plus
@@ -53,7 +56,7 @@ static const char ACQUIRE[] =
     "ON DUPLICATE KEY UPDATE "
     " token = IF(strategy <> 1, token + 0 * LAST_INSERT_ID(0),"
     "          IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6),"
-    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, VALUES(token))),"
     "                token + 0 * LAST_INSERT_ID(0)),"
     "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
     " count = IF(LAST_INSERT_ID() = 0, count,"
