@@ -346,6 +346,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
     uint64_t before = l->token;
     rc = l->ops->acquire(l, wait_ms, lease_ms);
     if (rc == 0) {
+        l->strategy_seen = 1; /* a grant proves the row is this strategy's */
         if (l->held > 0 && l->token != before) {
             /* Our earlier grant had lapsed and this is a new one. */
             l->held = 0;
@@ -559,11 +560,23 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     char why[ROWLOCK__ERRMSG_MAX] = "";
     unsigned polls = 0;
     int rc;
+    /* Our last release handed the lock to a waiter, so it is held: a claim
+     * now would only fail, and while it ran it would hold the row lock the
+     * new holder's release needs. A waiting acquire queues at once (a try-
+     * once still tries). If the lock is free by the time we head the queue,
+     * the hint is free too and the claim after it takes the row. */
+    int skip_claim = l->handed_over && wait_ms != 0;
+    l->handed_over = 0;
     for (;;) {
         int64_t now = rowlock__now_us();
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
-        l->hint_held = 1; /* the claim statement may take it */
-        rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
+        if (skip_claim) {
+            skip_claim = 0;
+            rc = ROWLOCK_EBUSY;
+        } else {
+            l->hint_held = 1; /* the claim statement may take it */
+            rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
+        }
         if (rc != ROWLOCK_EBUSY)
             break;
         l->contended = 1; /* others want it too: our release may hand it over */

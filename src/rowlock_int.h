@@ -204,11 +204,14 @@ struct rowlock_lock {
                             (0: it certainly does not) */
     uint64_t version;    /* optimistic: the row's version as last seen by this
                             handle (its own grant or release); 0 = unknown */
-    int strategy_seen;   /* a read showed the name's row of this strategy: a
+    int strategy_seen;   /* a read or a grant showed the name's row is this strategy's: a
                             later wait skips the explaining read (lock.c) */
     int contended;       /* lease strategies: another session held or wanted
                             the lock lately, so the release starts with the
                             statement that can hand it over (strategy_insert.c) */
+    int handed_over;     /* our last release handed the lock to a waiter: the
+                            next waiting acquire queues without a claim that
+                            could only fail (lock.c) */
 };
 
 /*

@@ -218,9 +218,10 @@ int rowlock__lease_release(rowlock_lock *l)
         return rc;
     if (res.affected != 1)
         return rowlock__explain_lost(l, "release");
-    if (res.insert_id != 0)
+    if (res.insert_id != 0) {
         rowlock__hint_release(l); /* handed over, durably: wake the new holder */
-    else if (l->held == 1)
+        l->handed_over = 1;
+    } else if (l->held == 1)
         l->contended = 0; /* the final release found nobody to hand it to */
     return 0;
 }

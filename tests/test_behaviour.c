@@ -437,13 +437,14 @@ static void test_hint__a_stale_hint_does_not_keep_a_force_released_lock(void **s
 typedef struct handoff_shared {
     volatile uint64_t token;  /* the waiter's grant */
     volatile int granted;
+    volatile int hold_ms; /* hold this long, instead of until the parent's 'R' */
     char owner[ROWLOCK_OWNER_MAX + 1];
 } handoff_shared;
 
 static tu_pipe go_pipe;
 
 /* Waits up to 20 s for "handoff", records its grant, holds it until the
- * parent says 'R' (or 20 s), releases. */
+ * parent says 'R' (or 20 s; or for sh->hold_ms if set), releases. */
 static int waiter_for_handoff(void *arg, int idx)
 {
     handoff_shared *sh = arg;
@@ -465,7 +466,10 @@ static int waiter_for_handoff(void *arg, int idx)
     }
     sh->token = rowlock_lock_token(l);
     sh->granted = 1;
-    (void)tu_await(&go_pipe, 20000);
+    if (sh->hold_ms)
+        tu_sleep_ms(sh->hold_ms);
+    else
+        (void)tu_await(&go_pipe, 20000);
     rc = rowlock_release(l);
     if (rc != 0) {
         fprintf(stderr, "waiter: release: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
@@ -559,6 +563,53 @@ static void test_handoff__the_final_release_names_the_queued_waiter(void **state
     assert_false(info.held); /* its one release freed it: no count left over */
     expect_free(lx, adm);
     tu_pipe_close(&go_pipe);
+    tu_shm_free(sh, sizeof *sh);
+}
+
+/* After a release that handed the lock on, the old holder's next waiting
+ * acquire queues at once: a claim could only fail (the lock was just handed
+ * to someone else), and while it ran it would hold the row lock that the new
+ * holder's release needs. Handed the lock back, it sends no claim at all
+ * (counted by the server on the wrapped connection). */
+static void test_handoff__the_old_holder_waits_again_without_a_claim(void **state)
+{
+    static const char WRITES[] = "SELECT SUM(VARIABLE_VALUE) FROM information_schema.SESSION_STATUS "
+                                 "WHERE VARIABLE_NAME IN ('COM_INSERT', 'COM_UPDATE')";
+    (void)state;
+    if (!lease_based())
+        skip();
+    handoff_shared *sh = tu_shm(sizeof *sh);
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m), *adm = C();
+    rowlock_lock *la = L(a, "handoff"), *lx = L(adm, "handoff");
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    int ok = 0;
+    pid_t pid;
+
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    sh->hold_ms = 300;
+    pid = tu_fork(waiter_for_handoff, sh, 0);
+    await_queue_head("handoff", pid);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_inspect(lx, &info), 0, adm);
+    assert_true(info.held);
+    assert_string_equal(info.owner, sh->owner); /* handed on */
+
+    long long before = tu_mysql_int(m, &ok, WRITES);
+    assert_true(ok);
+    assert_rc(rowlock_acquire(la, 20000, TU_LEASE_LONG), 0, a); /* handed back after 300 ms */
+    long long after = tu_mysql_int(m, &ok, WRITES);
+    assert_true(ok);
+    if (after != before)
+        fail_msg("the old holder sent %lld claim statement(s) while the lock it had just handed on was held",
+                 after - before);
+    assert_true(sh->granted);
+    assert_true(rowlock_lock_token(la) > sh->token);
+    assert_int_equal(tu_wait(pid, 30000), 0);
+    assert_rc(rowlock_release(la), 0, a);
+    expect_free(lx, adm);
+    tu_client_free(a);
+    tu_mysql_close(m);
     tu_shm_free(sh, sizeof *sh);
 }
 
@@ -1041,6 +1092,7 @@ int main(int argc, char **argv)
         TU_TEST(test_hint__a_stale_hint_does_not_keep_a_force_released_lock),
         TU_TEST(test_handoff__the_final_release_names_the_queued_waiter),
         TU_TEST(test_handoff__a_waiter_that_left_or_died_is_not_named),
+        TU_TEST(test_handoff__the_old_holder_waits_again_without_a_claim),
         TU_TEST(test_renew__extends_the_lease_and_checks_its_arguments),
         TU_TEST(test_acquire__bad_wait_or_lease_is_refused),
         TU_TEST(test_fencing__tokens_strictly_increase_over_50_cycles),

@@ -353,18 +353,12 @@ unsigned int tu_mysql_query(void *mysql, const char *sql)
     return 0;
 }
 
-static unsigned int vsql(const char *defaults_file, unsigned int ignore, long long *val, int *ok,
-                         const char *fmt, va_list ap)
+/* Run `sql` on `m`; the first column of its first row into *val. */
+static unsigned int query_int(MYSQL *m, const char *sql, unsigned int ignore, long long *val, int *ok)
 {
-    char sql[4096];
-    MYSQL *m;
     unsigned int err = 0;
     if (ok != NULL)
         *ok = 0;
-    vsnprintf(sql, sizeof sql, fmt, ap);
-    m = tu_mysql_connect(defaults_file, 0);
-    if (m == NULL)
-        return 2003;
     if (mysql_query(m, sql) != 0) {
         err = mysql_errno(m);
         if (err != ignore)
@@ -381,6 +375,29 @@ static unsigned int vsql(const char *defaults_file, unsigned int ignore, long lo
             mysql_free_result(r);
         }
     }
+    return err;
+}
+
+long long tu_mysql_int(void *mysql, int *ok, const char *sql)
+{
+    long long v = 0;
+    (void)query_int(mysql, sql, 0, &v, ok);
+    return v;
+}
+
+static unsigned int vsql(const char *defaults_file, unsigned int ignore, long long *val, int *ok,
+                         const char *fmt, va_list ap)
+{
+    char sql[4096];
+    MYSQL *m;
+    unsigned int err;
+    if (ok != NULL)
+        *ok = 0;
+    vsnprintf(sql, sizeof sql, fmt, ap);
+    m = tu_mysql_connect(defaults_file, 0);
+    if (m == NULL)
+        return 2003;
+    err = query_int(m, sql, ignore, val, ok);
     mysql_close(m);
     return err;
 }

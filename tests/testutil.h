@@ -118,6 +118,8 @@ void tu_mysql_close(void *mysql);
 unsigned long tu_mysql_thread_id(void *mysql);
 /* Run one statement on `mysql` (results discarded); 0 or the error number. */
 unsigned int tu_mysql_query(void *mysql, const char *sql);
+/* First column of the first row of `sql` on `mysql`; `*ok` 0 if no row / NULL / error. */
+long long tu_mysql_int(void *mysql, int *ok, const char *sql);
 
 /* Read `key` from `group` of a simple option file into out; 1 found, 0 not. */
 int tu_optfile_get(const char *path, const char *group, const char *key, char *out, size_t cap);
