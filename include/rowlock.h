@@ -359,7 +359,10 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
  *   it was purged or force-released, or the holding transaction/connection
  *   ended) — nothing is changed then; ROWLOCK_EINVALID if this handle holds
  *   nothing; ROWLOCK_EDB.
- * One round trip.
+ * One round trip. insert/optimistic: a final release that hands the lock to
+ * the waiter heading the queue takes one more, after its commit, to wake it;
+ * and one more first when a waiter began heading the queue while the handle
+ * saw no contention (its first, plain release statement then refuses).
  */
 ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l);
 
