@@ -459,11 +459,16 @@ typedef struct rowlock_reap_options {
     int64_t max_ms;           /**< stop starting new batches after this long (0: no limit) */
     int dry_run;              /**< count what would be purged, change nothing */
     /* version 2 */
-    int64_t pause_ms;         /**< sleep between deleting statements (0: none, at most 60000); spreads
-                                   the purge's redo and page writes so live locks' commits wait less */
+    int64_t pause_ms;         /**< sleep between deleting statements: ROWLOCK_REAP_PAUSE_AUTO (the
+                                   default) as long as the last one took, so a long purge keeps
+                                   the disk busy about half the time; 0 none (full speed); else
+                                   ms, at most 60000. Spreads the purge's redo and page writes so
+                                   live locks' commits wait less; a purge of one batch never waits */
 } rowlock_reap_options;
+/** pause_ms: pause as long as the previous deleting statement took. */
+#define ROWLOCK_REAP_PAUSE_AUTO (-1)
 
-#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, 0 }
+#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, ROWLOCK_REAP_PAUSE_AUTO }
 
 typedef struct rowlock_reap_stats {
     unsigned int version;      /**< set by the caller: ROWLOCK_REAP_OPTIONS_VERSION */

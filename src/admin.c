@@ -115,8 +115,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is not ROWLOCK_REAP_OPTIONS_VERSION");
     /* A version 1 caller's struct ends before pause_ms: never read it. */
     const int64_t pause_ms = o->version >= 2 ? o->pause_ms : 0;
-    if (pause_ms < 0 || pause_ms > 60000)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: pause %lld ms is out of range (0..60000)",
+    if ((pause_ms < 0 && pause_ms != ROWLOCK_REAP_PAUSE_AUTO) || pause_ms > 60000)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "reap: pause %lld ms is out of range (0..60000, or ROWLOCK_REAP_PAUSE_AUTO)",
                              (long long)pause_ms);
     int64_t grace_ms = o->grace_ms < 0 ? 60000 : o->grace_ms;
     if (grace_ms > ROWLOCK_LEASE_MAX_MS * 10)
@@ -147,7 +148,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         rowlock__res res;
         if ((rc = rowlock__db_simple(c, "reap: isolation", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
             goto out;
+        const int64_t t0 = rowlock__now_us();
         rc = rowlock__db_exec(c, "reap: delete", REAP_DELETE, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        const int64_t took_us = rowlock__now_us() - t0;
         if (rc == ROWLOCK_EBUSY) {
             rc = 0; /* a row held by a live statement: try again next batch */
             rowlock__sleep_us(1000);
@@ -161,7 +164,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
             st.complete = 1;
             break;
         }
-        if (pause_ms > 0)
+        if (pause_ms == ROWLOCK_REAP_PAUSE_AUTO)
+            rowlock__sleep_us(took_us < 60000000 ? took_us : 60000000);
+        else if (pause_ms > 0)
             rowlock__sleep_us(pause_ms * 1000);
     }
 out:

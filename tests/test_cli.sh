@@ -302,6 +302,7 @@ expect_usage "reaper: batch 0" "$RP" --batch 0
 expect_usage "reaper: batch not a number" "$RP" --batch x
 expect_usage "reaper: pause over 60000" "$RP" --pause 60001
 expect_usage "reaper: pause not a number" "$RP" --pause -1
+expect_usage "reaper: pause neither auto nor a number" "$RP" --pause fast
 expect_usage "reaper: max-seconds 0" "$RP" --max-seconds 0
 expect_usage "reaper: unknown option" "$RP" --frobnicate
 expect_usage "reaper: positional argument" "$RP" extra
@@ -796,7 +797,7 @@ expect_rc 1 "status of a purged lock exits 1"
 cap rp --grace 0 --quiet
 [[ $RC -eq 0 && ! -s $W/out ]]
 check $? "reaper --quiet prints nothing and exits 0" "$(show "$W/out")"
-cap rp --grace 0 --max-seconds 30
+cap rp --grace 0 --max-seconds 30 --pause auto
 [[ $RC -eq 0 ]] && grep -Eq '^purged [0-9]+ stale lock' "$W/out"
 check $? "reaper prints one summary line" "$(show "$W/out")"
 [[ $(wc -l <"$W/out") -eq 1 ]]

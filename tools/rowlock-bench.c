@@ -400,7 +400,7 @@ typedef struct bench_cfg {
     unsigned nsizes;
     uint64_t reaper_rows;
     unsigned reaper_batch; /* 0: the library's default */
-    unsigned reaper_pause; /* ms between reaper batches (0: none) */
+    int64_t reaper_pause; /* ms between reaper batches (0: none; ROWLOCK_REAP_PAUSE_AUTO) */
     unsigned hold_us;
     unsigned rounds;
 } bench_cfg;
@@ -1818,7 +1818,8 @@ static void usage(FILE *f)
             "                       --quick 0,1000,10000)\n"
             "  --reaper-rows N      stale rows the reaper purges (default 1000000; --quick 10000)\n"
             "  --reaper-batch N     rows per reaper DELETE (default: the library's)\n"
-            "  --reaper-pause MS    pause between reaper DELETEs (default 0)\n"
+            "  --reaper-pause MS    pause between reaper DELETEs: auto (default: as long as\n"
+            "                       the last one took), 0 (none) or milliseconds\n"
             "  --hold-us N          time each hot holder keeps the lock (default 50)\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
@@ -1888,6 +1889,7 @@ static int parse_args(bench *b, int argc, char **argv)
     c->nhot = 3;
     c->many = 8;
     c->hold_us = 50;
+    c->reaper_pause = ROWLOCK_REAP_PAUSE_AUTO; /* the library's default */
     while (i < argc) {
         const char *a = argv[i], *val = NULL;
         const char *eq;
@@ -2007,11 +2009,14 @@ static int parse_args(bench *b, int argc, char **argv)
             }
             c->reaper_batch = (unsigned)v;
         } else if (strcmp(opt, "--reaper-pause") == 0) {
-            if (cli_parse_uint(val, 0, 60000, &v) != 0) {
-                fprintf(stderr, "%s: --reaper-pause: '%s' is not a number of ms in 0-60000\n", PROG, val);
+            if (strcmp(val, "auto") == 0) {
+                c->reaper_pause = ROWLOCK_REAP_PAUSE_AUTO;
+            } else if (cli_parse_uint(val, 0, 60000, &v) == 0) {
+                c->reaper_pause = (int64_t)v;
+            } else {
+                fprintf(stderr, "%s: --reaper-pause: '%s' is not 'auto' or a number of ms in 0-60000\n", PROG, val);
                 return CLI_EX_USAGE;
             }
-            c->reaper_pause = (unsigned)v;
         } else if (strcmp(opt, "--rounds") == 0) {
             if (cli_parse_uint(val, 1, MAX_ROUNDS, &v) != 0) {
                 fprintf(stderr, "%s: --rounds: '%s' is not a number in 1-%d\n", PROG, val, MAX_ROUNDS);

@@ -23,7 +23,7 @@ static const char PROG[] = "rowlock-reaper";
 
 static const char usage[] =
     "Usage: rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]\n"
-    "                      [--pause MS] [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
+    "                      [--pause MS|auto] [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
     "\n"
     "Purge stale lock rows: locks whose lease ended more than --grace seconds ago\n"
     "(their holders crashed). Rows are deleted in batches so no statement holds\n"
@@ -33,8 +33,10 @@ static const char usage[] =
     "Options:\n"
     "  --grace=SECONDS       purge leases that ended more than SECONDS ago (default 60)\n"
     "  --batch=N             rows per deleting statement (default 1000, 1-100000)\n"
-    "  --pause=MS            sleep MS milliseconds between batches (default 0, at most\n"
-    "                        60000): a slower purge that disturbs live locks less\n"
+    "  --pause=MS|auto       sleep between batches: auto (the default) as long as the\n"
+    "                        last batch took, so a long purge keeps the disk busy about\n"
+    "                        half the time; 0 for full speed; else MS milliseconds (at\n"
+    "                        most 60000). Slower purges disturb live locks less\n"
     "  --max-seconds=S       start no new batch after S seconds (default: no limit)\n"
     "  --dry-run             report what would be purged, change nothing\n"
     "  --json                print the summary as one JSON object\n"
@@ -79,7 +81,8 @@ int main(int argc, char **argv)
     rowlock_reap_stats st;
     int i = 1, rc, ex = 0, json = 0, quiet = 0;
     double grace_s = 60.0, max_s = 0.0;
-    unsigned long long batch = 1000, pause = 0;
+    unsigned long long batch = 1000;
+    int64_t pause = ROWLOCK_REAP_PAUSE_AUTO;
     char ts[48];
 
     cli_conn_init(&cc);
@@ -133,8 +136,13 @@ int main(int argc, char **argv)
             continue;
         }
         if (!err && (v = opt_value("pause", argc, argv, &i, &err)) != NULL) {
-            if (cli_parse_uint(v, 0, 60000, &pause) != 0) {
-                fprintf(stderr, "%s: --pause: '%s' is not a number of milliseconds 0-60000\n", PROG, v);
+            unsigned long long ms = 0;
+            if (strcmp(v, "auto") == 0) {
+                pause = ROWLOCK_REAP_PAUSE_AUTO;
+            } else if (cli_parse_uint(v, 0, 60000, &ms) == 0) {
+                pause = (int64_t)ms;
+            } else {
+                fprintf(stderr, "%s: --pause: '%s' is not 'auto' or a number of milliseconds 0-60000\n", PROG, v);
                 ex = CLI_EX_USAGE;
                 goto out;
             }
@@ -175,7 +183,7 @@ int main(int argc, char **argv)
 
     ro.grace_ms = (int64_t)llround(grace_s * 1000.0);
     ro.batch = (unsigned int)batch;
-    ro.pause_ms = (int64_t)pause;
+    ro.pause_ms = pause;
     ro.max_ms = (int64_t)llround(max_s * 1000.0);
     if (max_s > 0 && ro.max_ms == 0)
         ro.max_ms = 1;
