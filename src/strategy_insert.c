@@ -101,8 +101,8 @@ static const char LEASE_RELEASE[] =
 
 /*
  * The release when no waiter heads the queue, without LEASE_RELEASE's
- * subquery (opening and optimising the queue table costs ~80 µs of server
- * time per statement, a fifth of an uncontended cycle). Params: hint, name,
+ * subquery (opening and optimising the queue table cost 25-80 µs of server
+ * time per statement here, up to a fifth of an uncontended cycle). Params: hint, name,
  * owner, token, strategy, queue head name. Rows changed: 1 released, 0 lost
  * *or* a waiter heads the queue (IS_FREE_LOCK is false): then the caller
  * runs LEASE_RELEASE, which hands the lock over or tells a lost lock.
