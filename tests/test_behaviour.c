@@ -608,6 +608,7 @@ static void test_handoff__the_old_holder_waits_again_without_a_claim(void **stat
     assert_int_equal(tu_wait(pid, 30000), 0);
     assert_rc(rowlock_release(la), 0, a);
     expect_free(lx, adm);
+    tu_lock_free(la);
     tu_client_free(a);
     tu_mysql_close(m);
     tu_shm_free(sh, sizeof *sh);
