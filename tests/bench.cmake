@@ -17,4 +17,13 @@ if(TARGET tool_rowlock_bench)
                    --defaults-file=${ROWLOCK_TEST_DEFAULTS_FILE} --table=t_bench_smoke)
   rowlock_db_test(bench_smoke TIMEOUT 600 LABELS bench)
   set_tests_properties(bench_smoke PROPERTIES RUN_SERIAL TRUE)
+
+  # Option parsing, no server: --reaper-pause takes 'auto' or milliseconds.
+  add_test(NAME bench_usage_reaper_pause_bad COMMAND tool_rowlock_bench --reaper-pause fast)
+  set_tests_properties(bench_usage_reaper_pause_bad PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "--reaper-pause: 'fast' is not 'auto' or a number of ms in 0-60000")
+  add_test(NAME bench_usage_reaper_pause_auto COMMAND tool_rowlock_bench --reaper-pause auto --reaper-pause 250 --help)
+  set_tests_properties(bench_usage_reaper_pause_auto PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "--reaper-pause MS +pause between reaper DELETEs"
+                       FAIL_REGULAR_EXPRESSION "is not 'auto'")
 endif()

@@ -101,6 +101,19 @@ int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max
     return 0;
 }
 
+int cli_parse_pause(const char *s, int64_t *out)
+{
+    unsigned long long ms = 0;
+    if (s != NULL && strcmp(s, "auto") == 0) {
+        *out = ROWLOCK_REAP_PAUSE_AUTO;
+        return 0;
+    }
+    if (cli_parse_uint(s, 0, 60000, &ms) != 0)
+        return -1;
+    *out = (int64_t)ms;
+    return 0;
+}
+
 /* Length of the valid UTF-8 sequence at s (1-4), 0 if invalid. */
 static size_t utf8_seq(const unsigned char *s)
 {

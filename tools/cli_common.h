@@ -67,6 +67,10 @@ double cli_parse_seconds(const char *s);
 int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max,
                    unsigned long long *out);
 
+/* Parse a reaper pause: "auto" (ROWLOCK_REAP_PAUSE_AUTO) or milliseconds
+ * 0-60000, as rowlock_reap_options.pause_ms takes it; 0 ok, -1 error. */
+int cli_parse_pause(const char *s, int64_t *out);
+
 /* Write s as a JSON string literal (quotes included). Bytes >= 0x80 are
  * copied when they form valid UTF-8, else written as U+FFFD; '"', '\\' and
  * control characters are escaped (\n, \t, ... or \u00XX). Always valid JSON. */

@@ -2009,11 +2009,7 @@ static int parse_args(bench *b, int argc, char **argv)
             }
             c->reaper_batch = (unsigned)v;
         } else if (strcmp(opt, "--reaper-pause") == 0) {
-            if (strcmp(val, "auto") == 0) {
-                c->reaper_pause = ROWLOCK_REAP_PAUSE_AUTO;
-            } else if (cli_parse_uint(val, 0, 60000, &v) == 0) {
-                c->reaper_pause = (int64_t)v;
-            } else {
+            if (cli_parse_pause(val, &c->reaper_pause) != 0) {
                 fprintf(stderr, "%s: --reaper-pause: '%s' is not 'auto' or a number of ms in 0-60000\n", PROG, val);
                 return CLI_EX_USAGE;
             }

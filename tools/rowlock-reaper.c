@@ -136,12 +136,7 @@ int main(int argc, char **argv)
             continue;
         }
         if (!err && (v = opt_value("pause", argc, argv, &i, &err)) != NULL) {
-            unsigned long long ms = 0;
-            if (strcmp(v, "auto") == 0) {
-                pause = ROWLOCK_REAP_PAUSE_AUTO;
-            } else if (cli_parse_uint(v, 0, 60000, &ms) == 0) {
-                pause = (int64_t)ms;
-            } else {
+            if (cli_parse_pause(v, &pause) != 0) {
                 fprintf(stderr, "%s: --pause: '%s' is not 'auto' or a number of milliseconds 0-60000\n", PROG, v);
                 ex = CLI_EX_USAGE;
                 goto out;
