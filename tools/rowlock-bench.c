@@ -1875,11 +1875,38 @@ static int parse_u64_list(const char *arg, uint64_t *out, unsigned maxn, unsigne
     return *n ? 0 : -1;
 }
 
+enum {
+    O_QUICK = 1, O_JSON, O_VERBOSE, O_HELP, O_VERSION, O_SCENARIO, O_STRATEGIES, O_SECONDS,
+    O_CLIENTS, O_MANY, O_ROWS, O_REAPER_ROWS, O_REAPER_BATCH, O_REAPER_PAUSE, O_ROUNDS, O_HOLD
+};
+
+static const cli_optspec specs[] = {
+    { "quick", 0, 0, O_QUICK },
+    { "json", 0, 0, O_JSON },
+    { "verbose", 'v', 0, O_VERBOSE },
+    { "help", 'h', 0, O_HELP },
+    { "version", 0, 0, O_VERSION },
+    { "scenario", 0, 1, O_SCENARIO },
+    { "strategies", 0, 1, O_STRATEGIES },
+    { "seconds", 0, 1, O_SECONDS },
+    { "clients", 0, 1, O_CLIENTS },
+    { "many-clients", 0, 1, O_MANY },
+    { "rows", 0, 1, O_ROWS },
+    { "reaper-rows", 0, 1, O_REAPER_ROWS },
+    { "reaper-batch", 0, 1, O_REAPER_BATCH },
+    { "reaper-pause", 0, 1, O_REAPER_PAUSE },
+    { "rounds", 0, 1, O_ROUNDS },
+    { "hold-us", 0, 1, O_HOLD },
+    { NULL, 0, 0, 0 },
+};
+
 static int parse_args(bench *b, int argc, char **argv)
 {
     bench_cfg *c = &b->cfg;
-    int i = 1, seconds_set = 0, sizes_set = 0, reaper_set = 0;
+    int id, seconds_set = 0, sizes_set = 0, reaper_set = 0;
     unsigned long long v;
+    cli_optparser p;
+    const char *val;
 
     c->sc_mask = (1u << SC_COUNT) - 1;
     c->st_mask = (1u << ST_COUNT) - 1;
@@ -1890,66 +1917,29 @@ static int parse_args(bench *b, int argc, char **argv)
     c->many = 8;
     c->hold_us = 50;
     c->reaper_pause = ROWLOCK_REAP_PAUSE_AUTO; /* the library's default */
-    while (i < argc) {
-        const char *a = argv[i], *val = NULL;
-        const char *eq;
-        char opt[32];
-        size_t nl;
-        int pr = cli_conn_parse(&b->cc, PROG, argc, argv, &i);
-        if (pr < 0)
+    cli_opt_init(&p, PROG, NULL, argc, argv, 1);
+    while ((id = cli_next_opt(&p, specs, &b->cc, &val)) != CLI_OP_END) {
+        switch (id) {
+        case CLI_OP_ERR:
             return CLI_EX_USAGE;
-        if (pr > 0)
-            continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        case CLI_OP_CONN:
+            break;
+        case O_HELP:
             usage(stdout);
             return -1;
-        }
-        if (strcmp(a, "--version") == 0) {
+        case O_VERSION:
             printf("%s %s\n", PROG, rowlock_version());
             return -1;
-        }
-        if (strcmp(a, "--quick") == 0) {
+        case O_QUICK:
             c->quick = 1;
-            i++;
-            continue;
-        }
-        if (strcmp(a, "--json") == 0) {
+            break;
+        case O_JSON:
             c->json = 1;
-            i++;
-            continue;
-        }
-        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            break;
+        case O_VERBOSE:
             c->verbose = 1;
-            i++;
-            continue;
-        }
-        /* options with a value: --opt=V or --opt V */
-        eq = strchr(a, '=');
-        nl = eq ? (size_t)(eq - a) : strlen(a);
-        if (nl >= sizeof opt) {
-            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", PROG, a);
-            return CLI_EX_USAGE;
-        }
-        memcpy(opt, a, nl);
-        opt[nl] = '\0';
-        if (strcmp(opt, "--scenario") && strcmp(opt, "--strategies") && strcmp(opt, "--seconds") &&
-            strcmp(opt, "--clients") && strcmp(opt, "--many-clients") && strcmp(opt, "--rows") &&
-            strcmp(opt, "--reaper-rows") && strcmp(opt, "--hold-us") && strcmp(opt, "--rounds") &&
-            strcmp(opt, "--reaper-batch") && strcmp(opt, "--reaper-pause")) {
-            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", PROG, a);
-            return CLI_EX_USAGE;
-        }
-        if (eq) {
-            val = eq + 1;
-            i++;
-        } else if (i + 1 < argc) {
-            val = argv[i + 1];
-            i += 2;
-        } else {
-            fprintf(stderr, "%s: option %s needs a value\n", PROG, opt);
-            return CLI_EX_USAGE;
-        }
-        if (strcmp(opt, "--scenario") == 0) {
+            break;
+        case O_SCENARIO: {
             unsigned m;
             if (parse_names(val, sc_names, SC_COUNT, &m) != 0) {
                 fprintf(stderr, "%s: --scenario: '%s' is not a list of uncontended, hot, many, "
@@ -1957,7 +1947,9 @@ static int parse_args(bench *b, int argc, char **argv)
                 return CLI_EX_USAGE;
             }
             c->sc_mask = m;
-        } else if (strcmp(opt, "--strategies") == 0) {
+            break;
+        }
+        case O_STRATEGIES: {
             unsigned m;
             if (parse_names(val, st_names, ST_COUNT, &m) != 0) {
                 fprintf(stderr, "%s: --strategies: '%s' is not a list of insert, for-update, "
@@ -1965,14 +1957,17 @@ static int parse_args(bench *b, int argc, char **argv)
                 return CLI_EX_USAGE;
             }
             c->st_mask = m;
-        } else if (strcmp(opt, "--seconds") == 0) {
+            break;
+        }
+        case O_SECONDS:
             c->seconds = cli_parse_seconds(val);
             if (c->seconds < 0.05 || c->seconds > 3600) {
                 fprintf(stderr, "%s: --seconds: '%s' is not a number of seconds in 0.05-3600\n", PROG, val);
                 return CLI_EX_USAGE;
             }
             seconds_set = 1;
-        } else if (strcmp(opt, "--clients") == 0) {
+            break;
+        case O_CLIENTS: {
             uint64_t l[MAX_HOT];
             unsigned n, k;
             if (parse_u64_list(val, l, MAX_HOT, &n, 1, 256) != 0) {
@@ -1982,50 +1977,68 @@ static int parse_args(bench *b, int argc, char **argv)
             for (k = 0; k < n; k++)
                 c->hot[k] = (unsigned)l[k];
             c->nhot = n;
-        } else if (strcmp(opt, "--many-clients") == 0) {
+            break;
+        }
+        case O_MANY:
             if (cli_parse_uint(val, 1, 256, &v) != 0) {
                 fprintf(stderr, "%s: --many-clients: '%s' is not a number in 1-256\n", PROG, val);
                 return CLI_EX_USAGE;
             }
             c->many = (unsigned)v;
-        } else if (strcmp(opt, "--rows") == 0) {
+            break;
+        case O_ROWS:
             if (parse_u64_list(val, c->sizes, MAX_SIZES, &c->nsizes, 0, 100000000) != 0) {
                 fprintf(stderr, "%s: --rows: '%s' is not a list of row counts (at most %d, each <= 1e8)\n",
                         PROG, val, MAX_SIZES);
                 return CLI_EX_USAGE;
             }
             sizes_set = 1;
-        } else if (strcmp(opt, "--reaper-rows") == 0) {
+            break;
+        case O_REAPER_ROWS:
             if (cli_parse_uint(val, 1, 100000000, &v) != 0) {
                 fprintf(stderr, "%s: --reaper-rows: '%s' is not a number in 1-1e8\n", PROG, val);
                 return CLI_EX_USAGE;
             }
             c->reaper_rows = v;
             reaper_set = 1;
-        } else if (strcmp(opt, "--reaper-batch") == 0) {
+            break;
+        case O_REAPER_BATCH:
             if (cli_parse_uint(val, 1, 1000000, &v) != 0) {
                 fprintf(stderr, "%s: --reaper-batch: '%s' is not a number in 1-1000000\n", PROG, val);
                 return CLI_EX_USAGE;
             }
             c->reaper_batch = (unsigned)v;
-        } else if (strcmp(opt, "--reaper-pause") == 0) {
+            break;
+        case O_REAPER_PAUSE:
             if (cli_parse_pause(val, &c->reaper_pause) != 0) {
                 fprintf(stderr, "%s: --reaper-pause: '%s' is not 'auto' or a number of ms in 0-60000\n", PROG, val);
                 return CLI_EX_USAGE;
             }
-        } else if (strcmp(opt, "--rounds") == 0) {
+            break;
+        case O_ROUNDS:
             if (cli_parse_uint(val, 1, MAX_ROUNDS, &v) != 0) {
                 fprintf(stderr, "%s: --rounds: '%s' is not a number in 1-%d\n", PROG, val, MAX_ROUNDS);
                 return CLI_EX_USAGE;
             }
             c->rounds = (unsigned)v;
-        } else {
+            break;
+        case O_HOLD:
             if (cli_parse_uint(val, 0, 1000000, &v) != 0) {
                 fprintf(stderr, "%s: --hold-us: '%s' is not a number in 0-1000000\n", PROG, val);
                 return CLI_EX_USAGE;
             }
             c->hold_us = (unsigned)v;
+            break;
+        default:
+            break;
         }
+    }
+    if (p.i < argc) {
+        size_t w;
+        char *h = cli_human_str(argv[p.i], &w);
+        fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", PROG, h ? h : "?");
+        free(h);
+        return CLI_EX_USAGE;
     }
     if (!seconds_set)
         c->seconds = c->quick ? 0.5 : 4.0;
