@@ -420,6 +420,134 @@ typedef struct rowlock_info {
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
 
 /* ------------------------------------------------------------------------ */
+/* Lease keeper                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A lease keeper renews a lock for its holder and says, without a round
+ * trip, whether the lock is still held and for how long it is safe to act.
+ *
+ * Threads. rowlock_keep() starts one keeper thread per client (the first
+ * time it is called on that client). The thread has a database connection of
+ * its own, opened with the client's settings and owner identity, so renewals
+ * go on while the application's thread is busy (in a long query on its own
+ * connection, in a computation, anywhere). The keeper never touches the
+ * application's connection, with one exception: for a for-update lock it
+ * watches that connection's socket (poll(2) for hang-up, never reading or
+ * writing it), because a for-update lock lives exactly as long as the session.
+ * The application keeps using the client and its locks from one thread, as
+ * always; rowlock_keep_status() may be called from any thread at any time,
+ * also from the keeper's callback. The callback runs on the keeper thread: it
+ * must return quickly and must not call any other rowlock function (set a
+ * flag, write to a pipe, signal a condition variable).
+ *
+ * What is kept. Every grant made through the handle after rowlock_keep()
+ * (and the current one, if held) is kept until its final release, until it is
+ * lost, or until rowlock_keep(l, NULL). Keeping adds no round trip to
+ * acquire or release. The keeper never re-acquires: a renewal that finds the
+ * lock gone (lease ended, force-released, purged, taken) marks it LOST.
+ * Transient errors (lock wait timeout, deadlock, a lost connection, which it
+ * reconnects) are retried with backoff for as long as the lease still leaves.
+ *
+ * Safe-until. safe_until_us is on this process's monotonic clock
+ * (rowlock_monotonic_us()): the send time of the newest renewal (or grant)
+ * the server confirmed, plus its lease, minus 0.1 % of the lease for clock-
+ * rate drift. The server may have granted a later end; it never ended the
+ * lease earlier, unless the server's clock was stepped forward. Check it
+ * before each side effect, and pass the fencing token to the resource: a
+ * pause between the check and the act (GC, swap, SIGSTOP) is covered only by
+ * the token.
+ *
+ * for-update has no lease: while the holding session is up, safe_until_us is
+ * INT64_MAX; when the client's socket reports that the server ended the
+ * session, the lock is LOST at once. A session the server ended while the
+ * client cannot know (a silent network partition) is covered only by the
+ * fencing token.
+ *
+ * fork(): a child does not inherit the keeper thread; its copies of kept
+ * locks report ROWLOCK_KEEP_NONE, and freeing its copy of the client never
+ * touches the parent's connections.
+ */
+
+/** What the keeper knows of a lock. */
+typedef enum rowlock_keep_state {
+    /** Not kept: rowlock_keep() not called, not held, or a fork child's copy. */
+    ROWLOCK_KEEP_NONE = 0,
+    /** Held: the newest renewal (or the grant) was confirmed by the server. */
+    ROWLOCK_KEEP_HELD = 1,
+    /** The keeper cannot renew (no answer, errors) and retries. The lock is
+     *  safe until safe_until_us and must be presumed lost after it. */
+    ROWLOCK_KEEP_UNKNOWN = 2,
+    /** Lost: the server said the lock is no longer ours, or the session
+     *  holding a for-update lock ended. Final for this grant. */
+    ROWLOCK_KEEP_LOST = 3
+} rowlock_keep_state;
+
+#define ROWLOCK_KEEP_INFO_VERSION 1
+
+/** A snapshot of a kept lock (rowlock_keep_status()). */
+typedef struct rowlock_keep_info {
+    unsigned int version;       /**< set by the caller: ROWLOCK_KEEP_INFO_VERSION */
+    rowlock_keep_state state;
+    int64_t safe_until_us;      /**< monotonic µs (rowlock_monotonic_us()) before which acting is
+                                     safe; 0 when nothing is (NONE, LOST); INT64_MAX for a
+                                     for-update lock whose session is up */
+    int64_t safe_ms;            /**< safe_until_us minus now, in ms, never negative */
+    int code;                   /**< ROWLOCK_E* of the newest failure (ENOTOWNER when LOST);
+                                     0 when none */
+    uint64_t token;             /**< the kept grant's fencing token */
+    uint64_t renewals;          /**< renewals the server confirmed */
+    uint64_t failures;          /**< renewal attempts that failed */
+    uint64_t session_id;        /**< server connection id renewing it (for-update: the holding
+                                     session); 0 if none */
+    char reason[256];           /**< one line: why LOST or UNKNOWN; "" when HELD */
+} rowlock_keep_info;
+
+#define ROWLOCK_KEEP_INFO_INIT { ROWLOCK_KEEP_INFO_VERSION, ROWLOCK_KEEP_NONE, 0, 0, 0, 0, 0, 0, 0, "" }
+
+/** Called once per grant, on the keeper thread, when the lock is LOST or
+ *  when it is UNKNOWN and its safe-until time is closer than warn_ms. */
+typedef void (*rowlock_keep_fn)(rowlock_lock *l, const rowlock_keep_info *st, void *arg);
+
+#define ROWLOCK_KEEP_OPTIONS_VERSION 1
+
+typedef struct rowlock_keep_options {
+    unsigned int version;       /**< ROWLOCK_KEEP_OPTIONS_VERSION */
+    int64_t lease_ms;           /**< lease each renewal asks for; 0: the acquire's lease */
+    int64_t interval_ms;        /**< time between renewals; 0: a third of the lease */
+    int64_t warn_ms;            /**< notify when an UNKNOWN lock's safe time is below this;
+                                     0: a sixth of the lease, at least 1000 (at most half) */
+    rowlock_keep_fn on_event;   /**< may be NULL */
+    void *arg;                  /**< passed to on_event */
+} rowlock_keep_options;
+
+#define ROWLOCK_KEEP_OPTIONS_INIT { ROWLOCK_KEEP_OPTIONS_VERSION, 0, 0, 0, NULL, NULL }
+
+/**
+ * Keep this handle's grants: renew them in the background and track them.
+ * @param opts  NULL stops keeping (the current grant stays held until its
+ *              lease ends or it is released).
+ * @return 0; ROWLOCK_EINVALID (bad options, or an interval not shorter than
+ *   the lease); ROWLOCK_EUNSUPPORTED (a lease lock on a wrapped client: the
+ *   keeper needs a connection of its own, so connect the client with
+ *   rowlock_client_connect()); ROWLOCK_EDB (the keeper's connection could
+ *   not be opened); ROWLOCK_ENOMEM.
+ * Blocks for one connect the first time on a client (a lease lock), then no
+ * round trip. Not thread-safe with other calls on the same client.
+ */
+ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opts);
+
+/**
+ * What the keeper knows of this handle's lock. No round trip, thread-safe
+ * (any thread, also from the keeper's callback).
+ * @return 0 or ROWLOCK_EINVALID (NULL, or st->version unknown).
+ */
+ROWLOCK_EXTERN int rowlock_keep_status(rowlock_keep_info *st, const rowlock_lock *l);
+
+/** The monotonic clock safe_until_us is measured on (CLOCK_MONOTONIC, µs). */
+ROWLOCK_EXTERN int64_t rowlock_monotonic_us(void);
+
+/* ------------------------------------------------------------------------ */
 /* Administration (what the rowlock and rowlock-reaper tools use)            */
 /* ------------------------------------------------------------------------ */
 

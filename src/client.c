@@ -195,10 +195,41 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
     return 0;
 }
 
+int rowlock__client_clone(rowlock_client **out, const rowlock_client *c)
+{
+    rowlock_client *k = calloc(1, sizeof *k);
+    *out = k;
+    if (k == NULL)
+        return ROWLOCK_ENOMEM;
+    rowlock__clear_error(k);
+    memcpy(k->table, c->table, sizeof k->table);
+    memcpy(k->owner, c->owner, sizeof k->owner);
+    k->owner_len = c->owner_len;
+    k->rng = c->rng ^ 0x5851f42d4c957f2dull;
+    k->port = c->port;
+    k->connect_timeout_ms = c->connect_timeout_ms;
+    k->read_timeout_ms = c->read_timeout_ms;
+    k->write_timeout_ms = c->write_timeout_ms;
+    k->tls_mode = c->tls_mode;
+    k->flags = c->flags | ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    int rc;
+    if ((rc = dup_opt(k, &k->host, c->host)) || (rc = dup_opt(k, &k->user, c->user)) ||
+        (rc = dup_opt(k, &k->password, c->password)) || (rc = dup_opt(k, &k->database, c->database)) ||
+        (rc = dup_opt(k, &k->unix_socket, c->unix_socket)) || (rc = dup_opt(k, &k->defaults_file, c->defaults_file)) ||
+        (rc = dup_opt(k, &k->tls_ca, c->tls_ca)))
+        return rc;
+    return 0;
+}
+
 ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
 {
     if (c == NULL)
         return;
+    rowlock__keeper_free(c);
+    if (c->mysql && c->owns_mysql && c->conn_pid != (long)getpid()) {
+        /* A fork child's copy: never end the parent's session. */
+        rowlock__db_abandon(c);
+    }
     rowlock__queue_forget(c);
     rowlock__db_close(c);
     free_settings(c);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include <errmsg.h>
 #include <mysql.h>
 
@@ -126,6 +128,8 @@ int rowlock__db_connect(rowlock_client *c)
     if (c->defaults_file || (c->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))
         mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, "rowlock");
     mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (c->init_command)
+        mysql_optionsv(m, MYSQL_INIT_COMMAND, c->init_command);
     int rc = set_tls(c, m);
     if (rc)
         goto fail;
@@ -138,6 +142,7 @@ int rowlock__db_connect(rowlock_client *c)
         goto fail;
     }
     c->connected = 1;
+    c->conn_pid = (long)getpid();
     return 0;
 fail:
     mysql_close(m);
@@ -429,4 +434,31 @@ ROWLOCK_EXTERN int rowlock_library_init(void)
 ROWLOCK_EXTERN void rowlock_library_end(void)
 {
     mysql_library_end();
+}
+
+int rowlock__db_socket(rowlock_client *c)
+{
+    if (!c->mysql || !c->connected)
+        return -1;
+    return (int)mysql_get_socket(MYSQLP(c));
+}
+
+void rowlock__db_abandon(rowlock_client *c)
+{
+    /* Close only our descriptor: the session stays the other process's.
+     * mysql_close() then finds the socket gone and sends nothing. */
+    int fd = rowlock__db_socket(c);
+    if (fd >= 0 && c->owns_mysql)
+        close(fd);
+    rowlock__db_close(c);
+}
+
+void rowlock__db_thread_init(void)
+{
+    mysql_thread_init();
+}
+
+void rowlock__db_thread_end(void)
+{
+    mysql_thread_end();
 }

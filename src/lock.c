@@ -290,10 +290,37 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     return 0;
 }
 
+rowlock_lock *rowlock__lock_shadow(const rowlock_lock *l, rowlock_client *k)
+{
+    rowlock_lock *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->client = k;
+    s->ops = l->ops;
+    memcpy(s->name, l->name, l->name_len + 1);
+    s->name_len = l->name_len;
+    memcpy(s->shown, l->shown, sizeof s->shown);
+    memcpy(s->hint, l->hint, sizeof s->hint);
+    s->hint_len = l->hint_len;
+    memcpy(s->qname, l->qname, sizeof s->qname);
+    s->qname_len = l->qname_len;
+    s->held = 1;
+    s->token = l->token;
+    s->lease_ms = l->lease_ms;
+    s->strategy_seen = 1;
+    return s;
+}
+
+void rowlock__lock_shadow_free(rowlock_lock *shadow)
+{
+    free(shadow); /* it never took a hint, a queue row or a grant of its own */
+}
+
 ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
 {
     if (l == NULL)
         return;
+    rowlock__keeper_forget(l);
     while (l->held > 0 && !l->lost) {
         if (l->ops->release(l) != 0)
             break;
@@ -326,6 +353,52 @@ static int check_autocommit(rowlock_lock *l, const char *what)
                          what, l->shown, l->ops->name);
 }
 
+/* Backoff between reconnect attempts of a waiting acquire: 50 ms doubling
+ * to 2 s (with jitter, so waiters do not return to a restarted server at
+ * once). */
+#define RECONNECT_BASE_US 50000
+#define RECONNECT_CAP_US 2000000
+
+/*
+ * The strategy's acquire, started again when the client's own connection was
+ * lost and the caller's wait has time left: a server restart or a network
+ * blip then costs the waiter its place in the queue, not its wait. The next
+ * statement reconnects (db.c). Only while this handle holds nothing: a lost
+ * session held no for-update lock. One case is not undone: a claim that
+ * committed just before the connection died is seen by the retry as our own
+ * row and counted as a re-entry, so the final release leaves it held until
+ * its lease ends (never longer: no one is excluded beyond the lease). Wrapped
+ * connections are the application's to reconnect. Try-once calls (wait 0)
+ * fail at once, as before.
+ */
+static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, int64_t start)
+{
+    rowlock_client *c = l->client;
+    for (unsigned attempt = 0;; attempt++) {
+        int64_t left = wait_ms;
+        if (wait_ms > 0) {
+            left = wait_ms - (rowlock__now_us() - start) / 1000;
+            if (left < 0)
+                left = 0;
+        }
+        int rc = l->ops->acquire(l, left, lease_ms);
+        if (rc != ROWLOCK_EDB || wait_ms == 0 || !c->owns_mysql || l->held > 0 ||
+            rowlock__db_classify(c->db_errno) != ROWLOCK__DB_CONN)
+            return rc;
+        int64_t pause = rowlock__backoff_us(attempt < 16 ? attempt : 16, RECONNECT_BASE_US, RECONNECT_CAP_US,
+                                            rowlock__rand32(&c->rng));
+        if (wait_ms > 0) {
+            int64_t remaining = wait_ms * 1000 - (rowlock__now_us() - start);
+            if (remaining <= pause) {
+                /* The wait is spent waiting, not returned early. */
+                rowlock__sleep_us(remaining > 0 ? remaining : 0);
+                return rc; /* the message names the connection error */
+            }
+        }
+        rowlock__sleep_us(pause);
+    }
+}
+
 ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
     if (l == NULL)
@@ -344,14 +417,21 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         l->token = 0;
     }
     uint64_t before = l->token;
-    rc = l->ops->acquire(l, wait_ms, lease_ms);
+    int64_t sent = rowlock__now_us();
+    rc = acquire_surviving_restarts(l, wait_ms, lease_ms, sent);
     if (rc == 0) {
         l->strategy_seen = 1; /* a grant proves the row is this strategy's */
         if (l->held > 0 && l->token != before) {
             /* Our earlier grant had lapsed and this is a new one. */
             l->held = 0;
         }
+        int new_grant = l->held == 0;
         l->held++;
+        if (new_grant) {
+            l->lease_ms = lease_ms;
+            l->grant_sent_us = sent;
+        }
+        rowlock__keeper_granted(l, sent, lease_ms, new_grant);
     } else if (l->held == 0) {
         hint_drop(l);
     }
@@ -372,7 +452,13 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     int rc = check_autocommit(l, "release");
     if (rc)
         return rc;
+    /* The final release ends keeping first, so no renewal follows it. */
+    int kept = l->held == 1 && l->keep_on;
+    if (kept)
+        rowlock__keeper_forget(l);
     rc = l->ops->release(l);
+    if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
+        rowlock__keeper_granted(l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
         if (--l->held == 0) {
             l->token = 0;
@@ -382,6 +468,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
         l->version = 0;
+        rowlock__keeper_lost(l);
         hint_drop(l);
     }
     return rc;
@@ -401,9 +488,13 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
     int rc;
     if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
         return rc;
+    int64_t sent = rowlock__now_us();
     rc = l->ops->renew(l, lease_ms);
-    if (rc == ROWLOCK_ENOTOWNER) {
+    if (rc == 0) {
+        rowlock__keeper_renewed(l, sent, lease_ms);
+    } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        rowlock__keeper_lost(l);
         hint_drop(l);
     }
     return rc;

@@ -12,6 +12,7 @@
  *   schema.c     migrations and the schema-version check
  *   lock.c       rowlock_lock_* and the thin wrappers that call strategies
  *   admin.c      list, force release, reap
+ *   keeper.c     the lease keeper: renewer and watcher threads per client
  *   strategy_*.c one file per strategy
  */
 #ifndef ROWLOCK_INT_H
@@ -119,6 +120,11 @@ int rowlock__db_found_rows_flag(rowlock_client *c);
 const char *rowlock__db_server_info(rowlock_client *c);
 unsigned long rowlock__db_thread_id(rowlock_client *c);
 
+int rowlock__db_socket(rowlock_client *c);          /* the connection's socket, or -1 */
+void rowlock__db_abandon(rowlock_client *c);        /* close our descriptor without a COM_QUIT (fork child) */
+void rowlock__db_thread_init(void);
+void rowlock__db_thread_end(void);
+
 /* ---- client.c -------------------------------------------------------------- */
 #define ROWLOCK__STMT_CACHE 48
 #define ROWLOCK__ERRMSG_MAX 512
@@ -165,6 +171,15 @@ struct rowlock_client {
     int64_t queue_lease_ms;
     int queue_strategy;
     char queue_name[ROWLOCK_NAME_MAX + 1];
+
+    /* The lease keeper (keeper.c): NULL until rowlock_keep() needs one. */
+    struct rowlock__keeper *keeper;
+    /* The process that opened our own connection: a fork child's copy of
+     * the client must not close (COM_QUIT) the parent's session. */
+    long conn_pid;
+    /* Run at every connect (MYSQL_INIT_COMMAND): the keeper's connection
+     * bounds its lock waits. Static string or NULL. */
+    const char *init_command;
 };
 
 /* Set the client's message (printf-style); returns `code`. */
@@ -174,6 +189,9 @@ int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
 #endif
     ;
 void rowlock__clear_error(rowlock_client *c);
+/* A new, unconnected client with c's settings, table and owner identity
+ * (the keeper's connection renews as the same owner). */
+int rowlock__client_clone(rowlock_client **out, const rowlock_client *c);
 
 /* ---- schema.c -------------------------------------------------------------- */
 typedef struct rowlock__migration {
@@ -212,6 +230,12 @@ struct rowlock_lock {
     int handed_over;     /* our last release handed the lock to a waiter: the
                             next waiting acquire queues without a claim that
                             could only fail (lock.c) */
+    /* The lease keeper (keeper.c). */
+    int64_t lease_ms;        /* the lease of the current grant's acquire */
+    int64_t grant_sent_us;   /* monotonic time the acquire call that made the current grant began */
+    int keep_on;             /* rowlock_keep() asked to keep this handle's grants */
+    int keep_error;          /* keeping the current grant could not start */
+    rowlock_keep_options keep;
 };
 
 /*
@@ -302,6 +326,20 @@ void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info);
 void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 
 
+
+/* ---- keeper.c --------------------------------------------------------------- */
+typedef struct rowlock__kept rowlock__kept;
+typedef struct rowlock__keeper rowlock__keeper;
+/* lock.c tells the keeper about grants, renewals, losses and releases. */
+void rowlock__keeper_granted(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, int new_grant);
+void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms);
+void rowlock__keeper_lost(rowlock_lock *l);
+void rowlock__keeper_forget(rowlock_lock *l); /* waits while a renewal of l is in flight */
+void rowlock__keeper_free(rowlock_client *c);
+/* A handle on client k for l's name, strategy and token, made and freed
+ * without any SQL and without touching k's error state (lock.c). */
+rowlock_lock *rowlock__lock_shadow(const rowlock_lock *l, rowlock_client *k);
+void rowlock__lock_shadow_free(rowlock_lock *shadow);
 
 /* Lease rows (insert and optimistic share them; strategy_insert.c). */
 int rowlock__lease_release(rowlock_lock *l);

@@ -795,3 +795,19 @@ int cli_finish_stdout(const char *prog, int code)
     }
     return code;
 }
+
+int cli_conn_lost(const rowlock_client *c)
+{
+    switch (rowlock_client_db_errno(c)) {
+    case 2002: /* CR_CONNECTION_ERROR: cannot connect (socket) */
+    case 2003: /* CR_CONN_HOST_ERROR: cannot connect (TCP) */
+    case 2006: /* CR_SERVER_GONE_ERROR */
+    case 2013: /* CR_SERVER_LOST */
+    case 2055: /* CR_SERVER_LOST_EXTENDED */
+    case 1053: /* ER_SERVER_SHUTDOWN */
+    case 1927: /* ER_CONNECTION_KILLED */
+        return 1;
+    default:
+        return 0;
+    }
+}

@@ -84,6 +84,10 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us);
  * `rowlock migrate` hint for ROWLOCK_ESCHEMA. c may be NULL. */
 void cli_report(const char *prog, const char *what, const rowlock_client *c, int code);
 
+/* The client's last error says its connection is gone or was refused (the
+ * server stopped, restarted, or is unreachable): a wait may go on. */
+int cli_conn_lost(const rowlock_client *c);
+
 /* The exit code for a library error code: CLI_EX_USAGE for ROWLOCK_EINVALID,
  * CLI_EX_UNAVAILABLE otherwise. */
 int cli_exit_for(int code);

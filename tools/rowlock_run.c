@@ -13,7 +13,6 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,102 +80,29 @@ static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SI
 #define KILL_AFTER_US (5 * 1000000LL)
 #define RETRY_US 1000000LL
 
-/* State shared between the main thread and the renewal thread. */
-typedef struct renewer {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stop;
-    int64_t last_ok_us;   /* monotonic time a successful renew (or the acquire) was sent */
-    int lost;             /* renew said the lock is gone */
-    int lost_code;
-    char lost_msg[256];
-    int wake_fd;          /* write end: tells the main thread about `lost` */
+/* What the supervisor knows besides the keeper's status. */
+typedef struct watch {
     rowlock_lock *lock;
     const char *shown;    /* the lock name, printable */
-    rowlock_client *client;
     int64_t lease_ms;
     int verbose;
     uint64_t token;
-} renewer;
+    int wake_fd;          /* write end: the keeper's callback wakes the supervisor */
+} watch;
 
-static void copy_msg(char *dst, size_t cap, const char *src)
+/* The keeper's callback (keeper thread): only a wake-up; the supervisor reads
+ * the status itself. */
+static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
 {
-    size_t k;
-    for (k = 0; k + 1 < cap && src[k]; k++)
-        dst[k] = ((unsigned char)src[k] < 0x20) ? ' ' : src[k];
-    dst[k] = '\0';
-}
-
-static void cond_wait_until(renewer *r, int64_t until_us)
-{
-    /* The condvar uses CLOCK_MONOTONIC (see cmd_run). */
-    struct timespec ts;
-    ts.tv_sec = (time_t)(until_us / 1000000);
-    ts.tv_nsec = (long)(until_us % 1000000) * 1000;
-    (void)pthread_cond_timedwait(&r->cv, &r->mu, &ts); /* timeout/spurious: caller re-checks */
-}
-
-static void *renew_thread(void *arg)
-{
-    renewer *r = arg;
-    int64_t interval = r->lease_ms * 1000 / 3, next;
-
-    if (pthread_mutex_lock(&r->mu) != 0)
-        return NULL;
-    next = r->last_ok_us + interval;
-    while (!r->stop) {
-        int64_t t0, t1;
-        int rc;
-        char msg[256];
-
-        if (cli_mono_us() < next) {
-            cond_wait_until(r, next);
-            continue;
-        }
-        pthread_mutex_unlock(&r->mu);
-        t0 = cli_mono_us();
-        rc = rowlock_renew(r->lock, r->lease_ms);
-        t1 = cli_mono_us();
-        if (rc != 0) {
-            const char *m = rowlock_client_errmsg(r->client);
-            copy_msg(msg, sizeof msg, m[0] ? m : rowlock_strerror(rc));
-        }
-        if (pthread_mutex_lock(&r->mu) != 0)
-            return NULL; /* cannot happen with a default mutex */
-        if (rc == 0) {
-            if (r->verbose) {
-                fprintf(stderr, "%s: renewed '%s' (token %" PRIu64 ", lease %.3g s, took %.3f s)\n",
-                        PROG, r->shown, r->token, (double)r->lease_ms / 1000.0,
-                        (double)(t1 - t0) / 1e6);
-            }
-            r->last_ok_us = t0; /* the new lease ends after t0 + lease */
-            next = t0 + interval;
-        } else if (rc == ROWLOCK_EDB || rc == ROWLOCK_ENOMEM) {
-            /* Maybe transient: retry every second; the main thread enforces the deadline. */
-            if (r->verbose)
-                fprintf(stderr, "%s: renewing '%s' failed: %s (%s); retrying\n", PROG,
-                        r->shown, msg, rowlock_error_name(rc));
-            r->lost_code = rc;
-            memcpy(r->lost_msg, msg, sizeof r->lost_msg);
-            next = t1 + RETRY_US;
-        } else {
-            /* ENOTOWNER (lost) or EINVALID (no longer held): the lock is gone. */
-            r->lost = 1;
-            r->lost_code = rc;
-            memcpy(r->lost_msg, msg, sizeof r->lost_msg);
-            if (r->wake_fd >= 0) {
-                char b = 1;
-                ssize_t w;
-                do {
-                    w = write(r->wake_fd, &b, 1);
-                } while (w < 0 && errno == EINTR);
-                /* EAGAIN: the pipe is full, the main thread wakes anyway */
-            }
-            break;
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
+    const watch *w = arg;
+    char b = 1;
+    ssize_t n;
+    (void)l;
+    (void)st;
+    do {
+        n = write(w->wake_fd, &b, 1);
+    } while (n < 0 && errno == EINTR);
+    /* EAGAIN: the pipe is full, the supervisor wakes anyway */
 }
 
 /* ---- file descriptors: keep the database connection out of COMMAND ------- */
@@ -398,15 +324,18 @@ static int set_env(const char *k, const char *v)
 }
 
 /*
- * Wait for the child (pid), forwarding signals and enforcing the lease.
- * Returns the exit status to use. *lost set when the lock was lost.
+ * Wait for the child (pid), forwarding signals and enforcing the lease: the
+ * keeper (the library's) renews it; COMMAND gets SIGTERM as soon as the
+ * keeper says the lock is lost, or `margin` before its safe-until time when
+ * renewals stopped being confirmed. Returns the exit status to use; *lost
+ * set when the lock was lost.
  */
-static int supervise(pid_t pid, renewer *r, int sfd, int wake_rd, const char *name,
-                     const char *what, int *lost)
+static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const char *what, int *lost)
 {
-    int64_t margin, kill_at = 0;
+    int64_t margin, kill_at = 0, last_loop = cli_mono_us(), expect_wake = 0;
     int lost_state = 0, killed = 0, status = 0;
-    int64_t lease_us = r->lease_ms * 1000;
+    int64_t lease_us = wt->lease_ms * 1000;
+    uint64_t renewals_seen = 0;
 
     margin = lease_us / 6;
     if (margin < 1000000)
@@ -416,46 +345,55 @@ static int supervise(pid_t pid, renewer *r, int sfd, int wake_rd, const char *na
 
     for (;;) {
         struct pollfd pfd[2];
-        int64_t now = cli_mono_us(), last_ok, deadline = -1;
-        int rlost, lcode, timeout_ms, pr;
-        char lmsg[256];
+        int64_t now = cli_mono_us(), deadline = -1, paused_us = 0;
+        int timeout_ms, pr;
+        rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
 
-        if (pthread_mutex_lock(&r->mu) != 0)
+        /* This process itself stopped (SIGSTOP, a suspended VM): the poll
+         * below returned far later than it was due. */
+        if (expect_wake > 0 && now - expect_wake > 1000000)
+            paused_us = now - last_loop;
+        last_loop = now;
+        if (rowlock_keep_status(&ki, wt->lock) != 0)
             abort();
-        last_ok = r->last_ok_us;
-        rlost = r->lost;
-        lcode = r->lost_code;
-        memcpy(lmsg, r->lost_msg, sizeof lmsg);
-        pthread_mutex_unlock(&r->mu);
+        if (wt->verbose && ki.renewals > renewals_seen) {
+            renewals_seen = ki.renewals;
+            fprintf(stderr, "%s: renewed '%s' (token %" PRIu64 ", lease %.3g s, %" PRIu64 " renewals, safe "
+                            "for %.1f s)\n", PROG, wt->shown, wt->token, (double)wt->lease_ms / 1000.0,
+                    ki.renewals, (double)ki.safe_ms / 1000.0);
+        }
 
-        if (!lost_state && (rlost || now >= last_ok + lease_us - margin)) {
-            char msg[400];
+        if (!lost_state && (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE ||
+                            now >= ki.safe_until_us - margin)) {
+            char msg[600];
             lost_state = 1;
-            if (rlost) {
-                snprintf(msg, sizeof msg, "the lock was lost: %s (%s)", lmsg,
-                         rowlock_error_name(lcode));
-            } else if (lcode != 0) {
+            if (paused_us > 0) {
                 snprintf(msg, sizeof msg,
-                         "the lease could not be renewed for %.1f s and ends in %.1f s: %s (%s)",
-                         (double)(now - last_ok) / 1e6, (double)(last_ok + lease_us - now) / 1e6,
-                         lmsg, rowlock_error_name(lcode));
+                         "rowlock itself was stopped for %.1f s (SIGSTOP, or the host was suspended), longer "
+                         "than its lease could be trusted%s%s",
+                         (double)paused_us / 1e6, ki.state == ROWLOCK_KEEP_LOST ? "; the lock was lost: " : "",
+                         ki.state == ROWLOCK_KEEP_LOST ? ki.reason : "");
+            } else if (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE) {
+                snprintf(msg, sizeof msg, "the lock was lost: %s (%s)",
+                         ki.reason[0] ? ki.reason : "the keeper stopped",
+                         rowlock_error_name(ki.code ? ki.code : ROWLOCK_ENOTOWNER));
+            } else if (ki.state == ROWLOCK_KEEP_UNKNOWN) {
+                snprintf(msg, sizeof msg,
+                         "the lease could not be renewed (%" PRIu64 " attempts failed) and is safe for %.1f s "
+                         "more: %s (%s)", ki.failures, (double)(ki.safe_until_us - now) / 1e6, ki.reason,
+                         rowlock_error_name(ki.code));
             } else {
                 snprintf(msg, sizeof msg,
-                         "no renewal completed for %.1f s (the database does not answer); the "
-                         "lease ends in %.1f s", (double)(now - last_ok) / 1e6,
-                         (double)(last_ok + lease_us - now) / 1e6);
+                         "no renewal completed in time (the database does not answer); the lease is safe "
+                         "for %.1f s more", (double)(ki.safe_until_us - now) / 1e6);
             }
-            fprintf(stderr, "%s: lock '%s': %s; sending SIGTERM to %s (pid %ld)\n", PROG, name,
+            fprintf(stderr, "%s: lock '%s': %s; sending SIGTERM to %s (pid %ld)\n", PROG, wt->shown,
                     msg, what, (long)pid);
             if (kill(pid, SIGTERM) != 0 && errno != ESRCH)
                 fprintf(stderr, "%s: kill(SIGTERM): %s\n", PROG, strerror(errno));
             kill_at = now + KILL_AFTER_US;
             /* No more renewals: the lock is given up. */
-            if (pthread_mutex_lock(&r->mu) != 0)
-                abort();
-            r->stop = 1;
-            pthread_cond_signal(&r->cv);
-            pthread_mutex_unlock(&r->mu);
+            if (rowlock_keep(wt->lock, NULL) != 0) { /* stopping never fails */ }
         }
         if (lost_state && !killed && now >= kill_at) {
             fprintf(stderr, "%s: %s (pid %ld) still running 5 s after SIGTERM; sending SIGKILL\n",
@@ -465,16 +403,23 @@ static int supervise(pid_t pid, renewer *r, int sfd, int wake_rd, const char *na
             killed = 1;
         }
 
-        if (!lost_state)
-            deadline = last_ok + lease_us - margin;
-        else if (!killed)
+        if (!lost_state) {
+            deadline = ki.safe_until_us == INT64_MAX ? -1 : ki.safe_until_us - margin;
+            /* Wake at least every second: the keeper's renewals are reported
+             * (--verbose) and a pause is noticed. */
+            if (deadline < 0 || deadline > now + 1000000)
+                deadline = now + 1000000;
+        } else if (!killed) {
             deadline = kill_at;
+        }
         if (deadline < 0) {
             timeout_ms = -1;
+            expect_wake = 0;
         } else {
             int64_t d = deadline - now;
             if (d < 0)
                 d = 0;
+            expect_wake = now + d;
             d = (d + 999) / 1000;
             timeout_ms = d > INT_MAX ? INT_MAX : (int)d;
         }
@@ -486,6 +431,8 @@ static int supervise(pid_t pid, renewer *r, int sfd, int wake_rd, const char *na
         pfd[1].events = POLLIN;
         pfd[1].revents = 0;
         pr = poll(pfd, 2, timeout_ms);
+        if (pr != 0)
+            expect_wake = 0; /* woken early: no pause to measure */
         if (pr < 0) {
             if (errno == EINTR)
                 continue;
@@ -554,10 +501,9 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     const char *const what = "COMMAND"; /* how messages name the child */
     char *sh_argv[4];
     char **cargv;
-    renewer rn;
-    pthread_t th;
-    pthread_condattr_t ca;
-    int th_started = 0, lost = 0;
+    watch wt;
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    int lost = 0;
     char *shown;
     size_t shown_w;
 
@@ -644,7 +590,9 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
         t_try = cli_mono_us();
         rc = rowlock_acquire(l, slice, ra.lease_ms);
-        if (rc != ROWLOCK_EBUSY)
+        /* A lost connection (a server restart) is waited out like a busy
+         * lock: the library reconnects with backoff within each slice. */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && cli_conn_lost(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
@@ -671,15 +619,36 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
         goto out;
     }
+    /* The library's keeper renews the lease (on a connection of its own)
+     * or, for for-update, watches the holding session; its callback wakes
+     * the supervisor through wpipe. */
+    if (pipe2(wpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "%s: run: pipe: %s\n", PROG, strerror(errno));
+        ex = CLI_EX_UNAVAILABLE;
+        goto release;
+    }
+    memset(&wt, 0, sizeof wt);
+    wt.lock = l;
+    wt.shown = shown;
+    wt.lease_ms = ra.lease_ms;
+    wt.verbose = ra.verbose;
+    wt.token = rowlock_lock_token(l);
+    wt.wake_fd = wpipe[1];
+    ko.lease_ms = ra.lease_ms;
+    ko.on_event = on_keep_event;
+    ko.arg = &wt;
+    rc = rowlock_keep(l, &ko);
+    if (rc != 0) {
+        cli_report(PROG, "cannot keep the lock (COMMAND not started)", c, rc);
+        ex = cli_exit_for(rc);
+        goto release;
+    }
     if (t_acq - t_try > 100000) {
         /* The successful call waited: the grant was made somewhere within it,
-         * so t_try is a poor lower bound for the lease start. Renew once to
-         * know exactly (a failure here is handled like any failed renewal). */
-        int64_t t0 = cli_mono_us();
+         * so its start is a poor lower bound for the lease start. Renew once
+         * to know exactly (a failure here is handled like any failed renewal). */
         int r2 = rowlock_renew(l, ra.lease_ms);
-        if (r2 == 0) {
-            t_try = t0;
-        } else if (r2 != ROWLOCK_EDB) {
+        if (r2 != 0 && r2 != ROWLOCK_EDB) {
             cli_report(PROG, "lost the lock right after acquiring it; COMMAND not started", c, r2);
             ex = CLI_EX_TEMPFAIL;
             goto out;
@@ -707,7 +676,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
 
     cloexec_new_fds(&fds_before);
-    if (pipe2(epipe, O_CLOEXEC) != 0 || pipe2(wpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    if (pipe2(epipe, O_CLOEXEC) != 0) {
         fprintf(stderr, "%s: run: pipe: %s\n", PROG, strerror(errno));
         ex = CLI_EX_UNAVAILABLE;
         goto release;
@@ -763,47 +732,15 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
     }
 
-    /* Renewal thread. */
-    memset(&rn, 0, sizeof rn);
-    rn.lock = l;
-    rn.shown = shown;
-    rn.client = c;
-    rn.lease_ms = ra.lease_ms;
-    rn.verbose = ra.verbose;
-    rn.token = rowlock_lock_token(l);
-    /* The grant was made after the successful call was sent: its lease ends
-     * after t_try + lease on our clock (a lower bound, as for renewals). */
-    rn.last_ok_us = t_try;
-    rn.wake_fd = wpipe[1];
-    if (pthread_condattr_init(&ca) != 0 || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
-        pthread_mutex_init(&rn.mu, NULL) != 0 || pthread_cond_init(&rn.cv, &ca) != 0) {
-        fprintf(stderr, "%s: run: cannot set up the renewal thread\n", PROG);
-        abort();
+    if (ra.verbose && ra.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
+        rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+        if (rowlock_keep_status(&ki, l) == 0)
+            fprintf(stderr, "%s: keeping '%s': watching the holding session %" PRIu64 " (for-update has no "
+                            "lease; COMMAND is stopped as soon as the session ends)\n",
+                    PROG, shown, ki.session_id);
     }
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&th, NULL, renew_thread, &rn) != 0) {
-        /* Cannot renew: the lock is safe only for one lease. Treat as lost at once. */
-        fprintf(stderr, "%s: run: cannot start the renewal thread\n", PROG);
-        rn.lost = 1;
-        rn.lost_code = ROWLOCK_ENOMEM;
-        copy_msg(rn.lost_msg, sizeof rn.lost_msg, "cannot start the renewal thread");
-    } else {
-        th_started = 1;
-    }
-
-    ex = supervise(pid, &rn, sfd, wpipe[0], shown, what, &lost);
-
-    if (th_started) {
-        if (pthread_mutex_lock(&rn.mu) != 0)
-            abort();
-        rn.stop = 1;
-        pthread_cond_signal(&rn.cv);
-        pthread_mutex_unlock(&rn.mu);
-        if (pthread_join(th, NULL) != 0)
-            abort();
-    }
-    pthread_cond_destroy(&rn.cv);
-    pthread_mutex_destroy(&rn.mu);
+    ex = supervise(pid, &wt, sfd, wpipe[0], what, &lost);
+    if (rowlock_keep(l, NULL) != 0) { /* stopping never fails */ }
 
     if (lost) {
         /* What may remain is given back by rowlock_lock_free() below (one
