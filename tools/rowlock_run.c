@@ -332,7 +332,7 @@ static int set_env(const char *k, const char *v)
  */
 static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const char *what, int *lost)
 {
-    int64_t margin, kill_at = 0, last_loop = cli_mono_us(), expect_wake = 0;
+    int64_t margin, kill_at = 0, last_loop = 0, expect_wake = 0, paused_us = 0;
     int lost_state = 0, killed = 0, status = 0;
     int64_t lease_us = wt->lease_ms * 1000;
     uint64_t renewals_seen = 0;
@@ -345,15 +345,10 @@ static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const cha
 
     for (;;) {
         struct pollfd pfd[2];
-        int64_t now = cli_mono_us(), deadline = -1, paused_us = 0;
+        int64_t now = cli_mono_us(), deadline = -1;
         int timeout_ms, pr;
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
 
-        /* This process itself stopped (SIGSTOP, a suspended VM): the poll
-         * below returned far later than it was due. */
-        if (expect_wake > 0 && now - expect_wake > 1000000)
-            paused_us = now - last_loop;
-        last_loop = now;
         if (rowlock_keep_status(&ki, wt->lock) != 0)
             abort();
         if (wt->verbose && ki.renewals > renewals_seen) {
@@ -430,9 +425,16 @@ static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const cha
         pfd[1].fd = wake_rd;
         pfd[1].events = POLLIN;
         pfd[1].revents = 0;
+        last_loop = cli_mono_us();
         pr = poll(pfd, 2, timeout_ms);
-        if (pr != 0)
-            expect_wake = 0; /* woken early: no pause to measure */
+        {
+            /* This process itself was stopped (SIGSTOP, a suspended host):
+             * poll returned far later than its timeout allowed, whatever
+             * woke it (the keeper's threads resume too, and may wake us). */
+            int64_t back = cli_mono_us();
+            if (expect_wake > 0 && back - expect_wake > 1000000)
+                paused_us = back - last_loop;
+        }
         if (pr < 0) {
             if (errno == EINTR)
                 continue;
