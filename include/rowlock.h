@@ -427,19 +427,25 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * A lease keeper renews a lock for its holder and says, without a round
  * trip, whether the lock is still held and for how long it is safe to act.
  *
- * Threads. rowlock_keep() starts one keeper thread per client (the first
- * time it is called on that client). The thread has a database connection of
- * its own, opened with the client's settings and owner identity, so renewals
- * go on while the application's thread is busy (in a long query on its own
- * connection, in a computation, anywhere). The keeper never touches the
+ * Threads. rowlock_keep() starts a keeper for the client (the first time it
+ * is called on that client): two threads, a renewer with a database
+ * connection of its own, opened with the client's settings and owner
+ * identity, so renewals go on while the application's thread is busy (in a
+ * long query on its own connection, in a computation, anywhere), and a
+ * watcher that never waits on the database, so callbacks come on time even
+ * when a renewal hangs. Each lease lock costs its renewals, the keeper
+ * nothing more; rowlock_client_free() stops both threads. The keeper never touches the
  * application's connection, with one exception: for a for-update lock it
  * watches that connection's socket (poll(2) for hang-up, never reading or
  * writing it), because a for-update lock lives exactly as long as the session.
  * The application keeps using the client and its locks from one thread, as
  * always; rowlock_keep_status() may be called from any thread at any time,
- * also from the keeper's callback. The callback runs on the keeper thread: it
- * must return quickly and must not call any other rowlock function (set a
- * flag, write to a pipe, signal a condition variable).
+ * also from the keeper's callback, but not while another thread calls
+ * rowlock_keep(), rowlock_lock_free() or rowlock_client_free() on the same
+ * lock or client. The callback runs on the watcher thread: it must return
+ * quickly and must not call any rowlock function but rowlock_keep_status()
+ * (set a flag, write to a pipe, signal a condition variable): a release from
+ * the callback would wait for the callback to return, forever.
  *
  * What is kept. Every grant made through the handle after rowlock_keep()
  * (and the current one, if held) is kept until its final release, until it is

@@ -50,6 +50,16 @@ fail() {
 check() { local rc=$1; shift; if ((rc == 0)); then pass "$1"; else fail "$@"; fi; }
 now() { date +%s.%N; }
 ms_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
+wait_pid() { # wait_pid PID SECONDS: its exit status, or 124 after SIGKILL at the timeout
+    local i
+    for ((i = 0; i < $2 * 20; i++)); do
+        kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
+        sleep 0.05
+    done
+    kill -KILL "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+    return 124
+}
 wait_file() { # wait_file FILE SECONDS
     local i
     for ((i = 0; i < $2 * 20; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
@@ -95,9 +105,9 @@ for ((k = 1; k <= DROPS; k++)); do
     t_drop=$(now)
     sql "KILL CONNECTION $sid" 2>"$D/kill.err"
     t_killed=$(now)
-    wait "$hpid"
+    wait_pid "$hpid" 15
     hrc=$?
-    wait "$wpid"
+    wait_pid "$wpid" 15
     if [[ -z $sid || ! -s $D/term || ! -s $D/granted || $hrc -ne 75 ]]; then
         bad="drop $k: session '$sid', holder exit $hrc, term $(cat "$D/term" 2>/dev/null), granted $(cat "$D/granted" 2>/dev/null): $(head -c 400 "$D/err")"
         break
@@ -144,11 +154,11 @@ t_kill=$(now)
 sleep 3
 t_up=$(now) # the server is down until at least here
 "$SBX" start "$SB" >>"$W/sb.out" 2>&1
-wait "$hpid"
+wait_pid "$hpid" 60
 hrc=$?
-wait "$wpid1"
+wait_pid "$wpid1" 90
 w1=$?
-wait "$wpid2"
+wait_pid "$wpid2" 90
 w2=$?
 [[ $hrc -eq 75 && $w1 -eq 0 && $w2 -eq 0 ]]
 check $? "restart: the holder exits 75, both waiters (-w 60) get the lock after the restart and exit 0" \
@@ -182,7 +192,7 @@ sleep 1
 kill -STOP "$ppid_"
 sleep 4
 kill -CONT "$ppid_"
-wait "$ppid_"
+wait_pid "$ppid_" 30
 prc=$?
 [[ $prc -eq 75 ]] && grep -q 'rowlock itself was stopped' "$W/paused.err" && ! grep -q 'does not answer' "$W/paused.err"
 check $? "paused past its lease: rowlock says it was stopped (not that the database does not answer), exit 75" \
