@@ -19,10 +19,11 @@ static const char LIST_HELD[] =
 static const char LIST_STALE[] =
     "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
 
-/* Params: name, owner, token. Only clears exactly the grant that was read. */
+/* Params: name, owner, token, strategy (one that keeps a lease row). Only
+ * clears exactly the grant that was read. */
 static const char FORCE_RELEASE[] =
     "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy IN (1, 3) AND expires_at > UTC_TIMESTAMP(6)";
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: grace µs. */
 static const char REAP_SURVEY[] =
@@ -77,17 +78,19 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     int rc = rowlock__row_read(c, name, strlen(name), &info);
     if (rc)
         return rc;
-    if (info.exists && info.strategy == ROWLOCK_STRATEGY_FOR_UPDATE)
+    const rowlock__strategy_ops *ops = info.exists ? rowlock__strategy_find(info.strategy) : NULL;
+    if (ops && !(ops->flags & ROWLOCK__S_LEASE_ROW))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "force release '%s': a for-update lock is a row lock of its holder's transaction; end "
-                             "that connection (KILL) to release it",
-                             info.name);
-    int was_held = info.exists && info.held;
+                             "force release '%s': a %s lock is %s; end that connection (KILL) to release it",
+                             info.name, ops->name,
+                             (ops->flags & ROWLOCK__S_TRANSACTION) ? "a row lock of its holder's transaction"
+                                                                   : "not kept in its row");
+    int was_held = ops && info.held;
     if (was_held) {
-        rowlock__param p[3] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
-                                RL_U64(info.token) };
+        rowlock__param p[4] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
+                                RL_U64(info.token), RL_I64(info.strategy) };
         rowlock__res res;
-        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 4, NULL, 0, NULL, NULL, &res)))
             return rc;
         was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
     }

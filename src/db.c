@@ -67,9 +67,7 @@ void rowlock__db_close(rowlock_client *c)
     if (c->owns_mysql)
         c->mysql = NULL;
     c->connected = 0;
-    c->wsrep_checked = 0;
-    c->fu_count = 0;
-    c->fu_name[0] = '\0';
+    rowlock__strategy_session_ended(c); /* what the session held is gone */
 }
 
 static int set_tls(rowlock_client *c, MYSQL *m)

@@ -5,6 +5,9 @@
  */
 #include "rowlock_int.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include <errmsg.h>
 #include <mysqld_error.h>
 
@@ -68,4 +71,45 @@ rowlock__dbclass rowlock__db_classify(unsigned int e)
     default:
         return ROWLOCK__DB_OTHER;
     }
+}
+
+/* ---- the client's last error ----------------------------------------------- */
+
+int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
+{
+    if (c == NULL)
+        return code;
+    /* Format aside first: callers may pass c->errmsg itself as an argument. */
+    char tmp[ROWLOCK__ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    /* One line, always. */
+    for (char *p = tmp; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    memcpy(c->errmsg, tmp, sizeof tmp);
+    return code;
+}
+
+void rowlock__clear_error(rowlock_client *c)
+{
+    c->errmsg[0] = '\0';
+    c->db_errno = 0;
+    memcpy(c->sqlstate, "00000", 6);
+}
+
+void rowlock__error_save(const rowlock_client *c, rowlock__errsave *s)
+{
+    memcpy(s->msg, c->errmsg, sizeof s->msg);
+    s->db_errno = c->db_errno;
+    memcpy(s->sqlstate, c->sqlstate, sizeof s->sqlstate);
+}
+
+void rowlock__error_restore(rowlock_client *c, const rowlock__errsave *s)
+{
+    memcpy(c->errmsg, s->msg, sizeof s->msg);
+    c->db_errno = s->db_errno;
+    memcpy(c->sqlstate, s->sqlstate, sizeof s->sqlstate);
 }

@@ -148,12 +148,12 @@ out:
         *to = found;
     {
         /* Keep the migration's error, not the unlock's. */
-        char keep[ROWLOCK__ERRMSG_MAX];
-        memcpy(keep, c->errmsg, sizeof keep);
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
         rowlock__col ign = { .type = ROWLOCK__T_I64 };
         (void)rowlock__db_exec(c, "migrate: unlock", SQL_MIGRATE_UNLOCK, 0, &pl, 1, &ign, 1, NULL, NULL, NULL);
         if (rc)
-            memcpy(c->errmsg, keep, sizeof keep);
+            rowlock__error_restore(c, &keep);
     }
     return rc;
 }

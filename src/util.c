@@ -164,31 +164,6 @@ ROWLOCK_EXTERN int rowlock_name_check(const char *name, const char **why)
     return reason ? ROWLOCK_EINVALID : 0;
 }
 
-ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s)
-{
-    switch (s) {
-    case ROWLOCK_STRATEGY_INSERT: return "insert";
-    case ROWLOCK_STRATEGY_FOR_UPDATE: return "for-update";
-    case ROWLOCK_STRATEGY_OPTIMISTIC: return "optimistic";
-    }
-    return NULL;
-}
-
-ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name)
-{
-    static const rowlock_strategy all[] = { ROWLOCK_STRATEGY_INSERT, ROWLOCK_STRATEGY_FOR_UPDATE,
-                                            ROWLOCK_STRATEGY_OPTIMISTIC };
-    if (out == NULL || name == NULL)
-        return ROWLOCK_EINVALID;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (strcmp(name, rowlock_strategy_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    }
-    return ROWLOCK_EINVALID;
-}
-
 ROWLOCK_EXTERN const char *rowlock_version(void)
 {
     return ROWLOCK_VERSION_STRING;

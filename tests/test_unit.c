@@ -413,6 +413,35 @@ static void test_strategy__unknown_values_are_refused(void **state)
     assert_null(rowlock_strategy_name((rowlock_strategy)-1));
 }
 
+/* The strategy table is the one list: every entry is complete, ids and
+ * names are unique, and ids fit the per-client state slots. */
+static void test_strategy__table_entries_are_complete_and_unique(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    for (const rowlock__strategy_ops *o; (o = rowlock__strategy_at(n)) != NULL; n++) {
+        assert_int_equal(o->version, ROWLOCK__STRATEGY_OPS_VERSION);
+        assert_true((unsigned)o->id > 0 && (unsigned)o->id < ROWLOCK__STRATEGY_SLOTS);
+        assert_non_null(o->name);
+        assert_non_null(o->acquire);
+        assert_non_null(o->release);
+        assert_non_null(o->renew);
+        assert_ptr_equal(rowlock__strategy_find(o->id), o);
+        assert_string_equal(rowlock_strategy_name(o->id), o->name);
+        rowlock_strategy parsed = (rowlock_strategy)0;
+        assert_int_equal(rowlock_strategy_parse(&parsed, o->name), 0);
+        assert_int_equal(parsed, o->id);
+        /* A lease strategy's per-lock state starts with the lease module's. */
+        if (o->flags & ROWLOCK__S_LEASE_ROW)
+            assert_true(o->lock_state_size >= sizeof(rowlock__lease_lock));
+        for (size_t j = 0; j < n; j++) {
+            assert_int_not_equal(rowlock__strategy_at(j)->id, o->id);
+            assert_string_not_equal(rowlock__strategy_at(j)->name, o->name);
+        }
+    }
+    assert_int_equal(n, 3);
+}
+
 /* ---- error table (no server needed) -------------------------------------------------------------- */
 
 static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
@@ -462,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_lock_new__refuses_bad_names_without_a_server),
         cmocka_unit_test(test_strategy__parse_and_name_round_trip),
         cmocka_unit_test(test_strategy__unknown_values_are_refused),
+        cmocka_unit_test(test_strategy__table_entries_are_complete_and_unique),
         cmocka_unit_test(test_errors__every_code_has_a_name_and_a_sentence),
     };
     return cmocka_run_group_tests_name("unit", tests, NULL, NULL);
