@@ -15,23 +15,23 @@
 #include <string.h>
 
 static const char LIST_HELD[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY name";
+    "/* rowlock:list-held */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY name";
 static const char LIST_STALE[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
+    "/* rowlock:list-stale */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
 
 /* Params: name, owner, token, strategy (one that keeps a lease row). Only
  * clears exactly the grant that was read. */
 static const char FORCE_RELEASE[] =
-    "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
+    "/* rowlock:force-release */ UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: grace µs. */
 static const char REAP_SURVEY[] =
-    "SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
+    "/* rowlock:reap-survey */ SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
     "WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 /* Params: grace µs, batch. */
 static const char REAP_DELETE[] =
-    "SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "/* rowlock:reap-delete */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
 
 struct list_ctx {
@@ -149,7 +149,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
             break;
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         rowlock__res res;
-        if ((rc = rowlock__db_simple(c, "reap: isolation", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
+        if ((rc = rowlock__db_simple(c, "reap: isolation", "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
             goto out;
         const int64_t t0 = rowlock__now_us();
         rc = rowlock__db_exec(c, "reap: delete", REAP_DELETE, 0, p, 2, NULL, 0, NULL, NULL, &res);

@@ -76,8 +76,8 @@
 /* 2: this session already held it, 1: got it, 0: timed out. Params: name,
  * name, wait seconds. */
 #define LOCK_WAIT_EXPR "IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 2, GET_LOCK(?, ?))"
-static const char SQL_HINT_WAIT[] = "SELECT " LOCK_WAIT_EXPR;
-static const char SQL_HINT_DROP[] = "SELECT RELEASE_LOCK(?)";
+static const char SQL_HINT_WAIT[] = "/* rowlock:hint-wait */ SELECT " LOCK_WAIT_EXPR;
+static const char SQL_HINT_DROP[] = "/* rowlock:hint-drop */ SELECT RELEASE_LOCK(?)";
 
 /* The waiter queue row this session wrote (per client): valid while
  * queue_conn is the session's id. */
@@ -113,9 +113,9 @@ static void hint_name(rowlock_lock *l)
 }
 
 /* Params: name, owner, lease µs, strategy. */
-static const char SQL_QUEUE_JOIN[] = "REPLACE INTO `{{table}}_queue` (conn, name, owner, lease_us, strategy) "
+static const char SQL_QUEUE_JOIN[] = "/* rowlock:queue-join */ REPLACE INTO `{{table}}_queue` (conn, name, owner, lease_us, strategy) "
                                      "VALUES (CONNECTION_ID(), ?, ?, ?, ?)";
-static const char SQL_QUEUE_FORGET[] = "DELETE FROM `{{table}}_queue` WHERE conn = CONNECTION_ID()";
+static const char SQL_QUEUE_FORGET[] = "/* rowlock:queue-forget */ DELETE FROM `{{table}}_queue` WHERE conn = CONNECTION_ID()";
 /*
  * The head's wait: GET_LOCK(hint) as SQL_HINT_WAIT, and once it returns 1,
  * in the same statement, the lock row: was the lock handed to us? If so the
@@ -126,7 +126,7 @@ static const char SQL_QUEUE_FORGET[] = "DELETE FROM `{{table}}_queue` WHERE conn
  * strategy, qname, then hint, hint, wait seconds (LOCK_WAIT_EXPR), name.
  */
 static const char SQL_HEAD_WAIT[] =
-    "SELECT w.g, t.token, IF(t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
+    "/* rowlock:head-wait */ SELECT w.g, t.token, IF(t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
     " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0) "
     "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
     "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 1";
@@ -436,7 +436,7 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
  * assigned, so MariaDB's SIMULTANEOUS_ASSIGNMENT mode gives the same row.
  */
 static const char LEASE_RELEASE[] =
-    "UPDATE `{{table}}` SET "
+    "/* rowlock:release-handoff */ UPDATE `{{table}}` SET "
     " owner = IF(LAST_INSERT_ID(0) <> 0 OR count > 1, owner,"
     "   (SELECT IF(LAST_INSERT_ID(q.lease_us) <> 0, q.owner, NULL) FROM `{{table}}_queue` q"
     "     WHERE q.conn = IS_USED_LOCK(?) AND q.conn <> CONNECTION_ID() AND q.name = ? AND q.strategy = ?"
@@ -458,7 +458,7 @@ static const char LEASE_RELEASE[] =
  * give the same row.
  */
 static const char LEASE_RELEASE_PLAIN[] =
-    "UPDATE `{{table}}` SET "
+    "/* rowlock:release */ UPDATE `{{table}}` SET "
     " owner = IF(count > 1, owner, NULL),"
     " expires_at = IF(count > 1, expires_at, UTC_TIMESTAMP(6)),"
     " count = IF(count > 1, count - 1, " ROWLOCK__HINT_FREE ") "
@@ -466,7 +466,7 @@ static const char LEASE_RELEASE_PLAIN[] =
 
 /* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
 static const char LEASE_RENEW[] =
-    "UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 /*

@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-static const char SQL_ROW[] = "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
+static const char SQL_ROW[] = "/* rowlock:row-read */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
 /* The same under a shared row lock for the statement: waits (variant: lock
  * wait) for a writer of the row to commit, then reads what it committed. */
-static const char SQL_ROW_SHARED[] = "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+static const char SQL_ROW_SHARED[] = "/* rowlock:row-read-shared */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
                                      "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
 
 void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info)

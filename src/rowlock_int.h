@@ -141,6 +141,49 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
  * text protocol; any result is discarded. */
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql);
 int rowlock__db_connect(rowlock_client *c);
+
+/*
+ * Fault injection: compiled only with ROWLOCK_FAULT_INJECTION, which the
+ * installed library never has (CMake builds rowlock_fault_objects for the
+ * fault tests). Every statement starts with a tag comment, the text
+ * "rowlock:<tag>" between comment delimiters (claim, claim-cas, reenter, create, release,
+ * release-handoff, renew, row-read, row-read-shared, hint-wait, hint-drop,
+ * head-wait, queue-join, queue-forget, fu-begin, fu-lock-try, fu-lock-wait,
+ * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
+ * fu-probe, fu-wsrep, list-held, list-stale, force-release, reap-survey,
+ * reap-isolation, reap-delete, schema-version, schema-set-version,
+ * migrate-lock, migrate-unlock, migrate): tests, tools/handoff-profile and
+ * the processlist name statements by it.
+ *
+ * rowlock__fault_set(client, tag, nth, kind, value) arms a rule: the nth
+ * execution (1-based, counted from now; 0: every execution) of a statement
+ * with that tag on that client (NULL: any client)
+ *   ROWLOCK__FAULT_ERROR       fails without running, as if the server had
+ *                              returned MySQL error `value` (1205, 1213,
+ *                              2006, 2013, 1146, 1235, ...); a connection
+ *                              error also cuts the connection (the server
+ *                              ends the session, as on a network failure);
+ *   ROWLOCK__FAULT_STALL       runs after sleeping `value` ms;
+ *   ROWLOCK__FAULT_DROP_AFTER  runs, then the connection is cut before its
+ *                              result is read (the caller sees 2013).
+ * Returns 0, ROWLOCK_EINVALID (bad tag/kind) or ROWLOCK_ENOMEM (32 rules).
+ * rowlock__fault_clear(client) removes a client's rules (NULL: all rules);
+ * rowlock__fault_fired(client, tag) counts how often its rules fired.
+ * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
+ * error number, stall=MS or drop) arms rules for any client at the first
+ * statement, so a worker process can be driven from a script.
+ */
+typedef enum rowlock__fault_kind {
+    ROWLOCK__FAULT_ERROR = 1,
+    ROWLOCK__FAULT_STALL,
+    ROWLOCK__FAULT_DROP_AFTER
+} rowlock__fault_kind;
+#ifdef ROWLOCK_FAULT_INJECTION
+int rowlock__fault_set(const struct rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
+                       unsigned value);
+void rowlock__fault_clear(const struct rowlock_client *c);
+unsigned rowlock__fault_fired(const struct rowlock_client *c, const char *tag);
+#endif
 void rowlock__db_close(rowlock_client *c);
 void rowlock__db_drop_statements(rowlock_client *c);
 int rowlock__db_in_transaction(rowlock_client *c);

@@ -42,19 +42,19 @@
 #define FU_TOKEN \
     "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', SYSDATE(6)))"
 static const char LOCK_TRY[] =
-    "SET STATEMENT time_zone='+00:00' FOR "
+    "/* rowlock:fu-lock-try */ SET STATEMENT time_zone='+00:00' FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE NOWAIT";
 static const char LOCK_WAIT[] =
-    "SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:fu-lock-wait */ SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char LOCK_FOREVER[] =
-    "SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
+    "/* rowlock:fu-lock-forever */ SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char CREATE_ROW[] =
-    "INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
+    "/* rowlock:fu-create-row */ INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
 /* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
-static const char PROBE[] = "SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
-static const char WSREP[] = "SELECT @@global.wsrep_on";
+static const char PROBE[] = "/* rowlock:fu-probe */ SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
+static const char WSREP[] = "/* rowlock:fu-wsrep */ SELECT @@global.wsrep_on";
 
 /* Per-client state: the one transaction this client may hold open. */
 typedef struct fu_client {
@@ -104,7 +104,7 @@ static int rollback(rowlock_client *c)
 {
     rowlock__errsave keep;
     rowlock__error_save(c, &keep);
-    (void)rowlock__db_simple(c, "rollback", "ROLLBACK");
+    (void)rowlock__db_simple(c, "rollback", "/* rowlock:fu-rollback */ ROLLBACK");
     rowlock__error_restore(c, &keep);
     return 0;
 }
@@ -136,7 +136,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 
     const int64_t start = rowlock__now_us();
     for (int created = 0;; created = 1) {
-        if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "START TRANSACTION")))
+        if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))
             return rc;
         const char *sql = LOCK_FOREVER;
         long variant = 0;
@@ -227,7 +227,7 @@ static int fu_release(rowlock_lock *l)
         f->count--;
         return 0;
     }
-    rc = rowlock__db_simple(c, "release (for-update)", "COMMIT");
+    rc = rowlock__db_simple(c, "release (for-update)", "/* rowlock:fu-commit */ COMMIT");
     if (session_lost(c, rc))
         return lost(l, "release");
     f->count = 0;
@@ -241,7 +241,7 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
     int rc = fu_alive(l, "renew");
     if (rc)
         return rc;
-    rc = rowlock__db_simple(l->client, "renew (for-update)", "DO 1");
+    rc = rowlock__db_simple(l->client, "renew (for-update)", "/* rowlock:fu-renew */ DO 1");
     if (session_lost(l->client, rc))
         return lost(l, "renew");
     return rc ? rc : fu_alive(l, "renew");

@@ -50,7 +50,7 @@
  * ROWLOCK__TRY_HANDED: our owner's live row was handed to us by a release).
  * Variant: lock-wait milliseconds (0 = try once). */
 static const char ACQUIRE[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:claim */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 1, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "ON DUPLICATE KEY UPDATE "

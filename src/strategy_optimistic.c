@@ -37,7 +37,7 @@
 /* Params: owner, lease µs, name, version seen, RL_HINT_TRY. The hint is
  * tried last, only on the row that matched the rest. */
 static const char CLAIM[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:claim-cas */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND "
@@ -47,13 +47,13 @@ static const char CLAIM[] =
  * handed our owner the row, and this write makes that durable), lease µs,
  * name, version, owner. */
 static const char REENTER[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:reenter */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET count = count + ?, expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND token = ? AND owner = ? AND strategy = 3 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: name, owner, lease µs. */
 static const char CREATE[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:create */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 3, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
 
