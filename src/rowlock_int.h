@@ -399,6 +399,8 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms);
  */
 #define ROWLOCK__HINT_TRY "(IS_USED_LOCK(?) <=> CONNECTION_ID() OR GET_LOCK(?, 0) = 1 OR ?)"
 #define ROWLOCK__HINT_FREE "0 * IFNULL(RELEASE_LOCK(?), 0)"
+/* A lease row nobody holds: free, or its lease ended by the server clock. */
+#define ROWLOCK__SQL_FREE_ROW "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
 #define RL_HINT_TRY(l, flags)                                                        \
     RL_STR(ROWLOCK__LEASE(l)->hint, ROWLOCK__LEASE(l)->hint_len),                       \
         RL_STR(ROWLOCK__LEASE(l)->hint, ROWLOCK__LEASE(l)->hint_len), RL_I64(((flags) & ROWLOCK__TRY_UNGATED) ? 1 : 0)

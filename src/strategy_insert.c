@@ -46,6 +46,18 @@
 
 #include <string.h>
 
+/*
+ * Named pieces of ACQUIRE's ON DUPLICATE KEY UPDATE, where VALUES(owner) is
+ * the claimer and LAST_INSERT_ID() the outcome so far:
+ *   DENY       keep the token and record "nothing granted" (LAST_INSERT_ID 0)
+ *   OURS_LIVE  the row is the claimer's own live grant (a re-entry); NULL
+ *              when owner is NULL, so it is only ever the true branch's test
+ *   GRANTED    the first assignment granted something (new or re-entered)
+ */
+#define DENY "token + 0 * LAST_INSERT_ID(0)"
+#define OURS_LIVE "(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6))"
+#define GRANTED "LAST_INSERT_ID() <> 0"
+
 /* Params: name, owner, lease µs, RL_HINT_TRY, re-entry increment (1; 0 with
  * ROWLOCK__TRY_HANDED: our owner's live row was handed to us by a release).
  * Variant: lock-wait milliseconds (0 = try once). */
@@ -54,20 +66,15 @@ static const char ACQUIRE[] =
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 1, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "ON DUPLICATE KEY UPDATE "
-    " token = IF(strategy <> 1, token + 0 * LAST_INSERT_ID(0),"
-    "          IF(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6),"
-    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, VALUES(token))),"
-    "                token + 0 * LAST_INSERT_ID(0)),"
-    "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), token + 0 * LAST_INSERT_ID(0)))),"
-    " count = IF(LAST_INSERT_ID() = 0, count,"
-    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6), count + ?, 1)),"
-    " acquired_at = IF(LAST_INSERT_ID() = 0 OR (owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6)),"
-    "          acquired_at, UTC_TIMESTAMP(6)),"
-    " expires_at = IF(LAST_INSERT_ID() = 0, expires_at,"
-    "          IF(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6),"
-    "             GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at))),"
-    " owner = IF(LAST_INSERT_ID() = 0, owner, VALUES(owner))";
-
+    " token = IF(strategy <> 1, " DENY ","
+    "          IF(" ROWLOCK__SQL_FREE_ROW ","
+    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, VALUES(token))), " DENY "),"
+    "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), " DENY "))),"
+    " count = IF(" GRANTED ", IF(" OURS_LIVE ", count + ?, 1), count),"
+    " acquired_at = IF(NOT " GRANTED " OR " OURS_LIVE ", acquired_at, UTC_TIMESTAMP(6)),"
+    " expires_at = IF(" GRANTED ", IF(" OURS_LIVE ", GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),"
+    "          expires_at),"
+    " owner = IF(" GRANTED ", VALUES(owner), owner)";
 
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {

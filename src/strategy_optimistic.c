@@ -40,7 +40,7 @@ static const char CLAIM[] =
     "/* rowlock:claim-cas */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND "
+    "WHERE name = ? AND token = ? AND strategy = 3 AND " ROWLOCK__SQL_FREE_ROW " AND "
     ROWLOCK__HINT_TRY;
 
 /* Params: re-entry increment (1; 0 with ROWLOCK__TRY_HANDED: a release

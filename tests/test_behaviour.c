@@ -1115,7 +1115,19 @@ int main(int argc, char **argv)
         return 2;
     }
     SN = rowlock_strategy_name(S);
-    snprintf(TABLE, sizeof TABLE, "t_behaviour_%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN);
+    const char *mode = getenv("ROWLOCK_TEST_SQL_MODE");
+    snprintf(TABLE, sizeof TABLE, "t_behaviour_%s%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN,
+             mode ? "_mode" : "");
+    if (mode) {
+        /* The sessions must really run in that mode (init-command in the
+         * option file, tests/CMakeLists.txt), or the run proves nothing. */
+        int ok = 0;
+        long long on = tu_sql_int(NULL, &ok, "SELECT FIND_IN_SET('%s', @@session.sql_mode) > 0", mode);
+        if (!ok || on != 1) {
+            fprintf(stderr, "ROWLOCK_TEST_SQL_MODE=%s: the test sessions do not run with it\n", mode);
+            return 1;
+        }
+    }
     snprintf(group, sizeof group, "behaviour (%s)", SN);
     return tu_main(group, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
 }
