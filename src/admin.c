@@ -74,6 +74,8 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     const char *why = NULL;
     if (rowlock_name_check(name, &why))
         return rowlock__fail(c, ROWLOCK_EINVALID, "force release: %s", why);
+    if (released && rowlock__info_check(released->version))
+        return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is 0 (start from ROWLOCK_INFO_INIT)");
     rowlock_info info = ROWLOCK_INFO_INIT;
     int rc = rowlock__row_read(c, name, strlen(name), &info);
     if (rc)
@@ -95,10 +97,8 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
         was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
     }
     if (released) {
-        if (released->version != ROWLOCK_INFO_VERSION)
-            return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is not ROWLOCK_INFO_VERSION");
-        *released = info;
-        released->held = was_held;
+        info.held = was_held;
+        rowlock__info_copy_out(released, &info);
     }
     return 0;
 }

@@ -154,6 +154,11 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
     c->mysql = mysql;
     c->owns_mysql = 0;
     c->connected = 1;
+    if ((rc = rowlock__db_server_check(c, "wrap"))) {
+        c->mysql = NULL;
+        c->connected = 0;
+        return rc;
+    }
     if (rowlock__db_found_rows_flag(c)) {
         c->mysql = NULL;
         c->connected = 0;
@@ -174,6 +179,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
 {
     if (c == NULL)
         return;
+    rowlock__locks_orphan(c);
     rowlock__strategy_client_free(c);
     rowlock__db_close(c);
     free_settings(c);

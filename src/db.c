@@ -324,12 +324,25 @@ int rowlock__db_connect(rowlock_client *c)
         goto fail;
     }
     c->connected = 1;
+    if ((rc = rowlock__db_server_check(c, "connect")))
+        goto fail;
     return 0;
 fail:
     mysql_close(m);
     c->mysql = NULL;
     c->connected = 0;
     return rc;
+}
+
+int rowlock__db_server_check(rowlock_client *c, const char *what)
+{
+    MYSQL *m = MYSQLP(c);
+    const char *info = mysql_get_server_info(m);
+    const char *why = rowlock__server_check(info, mysql_get_server_version(m));
+    if (why)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED, "%s: %s (server version %.60s); rowlock needs MariaDB 10.6 or later",
+                             what, why, info ? info : "unknown");
+    return 0;
 }
 
 static int ensure_connected(rowlock_client *c, const char *what)

@@ -1,5 +1,6 @@
 /*
- * The error table: one row per code gives its symbolic name and sentence, so
+ * The error table (ROWLOCK_ERRNO_MAP in rowlock.h, which also makes the
+ * enum): one row per code gives its symbolic name and sentence, so
  * rowlock_strerror() and rowlock_error_name() can never disagree. Also the
  * one function that knows what MySQL error numbers mean to a lock.
  */
@@ -11,20 +12,10 @@
 #include <errmsg.h>
 #include <mysqld_error.h>
 
-#define ROWLOCK_ERRNO_MAP(X)                                                            \
-    X(ROWLOCK_OK, "success")                                                            \
-    X(ROWLOCK_EBUSY, "lock is held by another owner")                                   \
-    X(ROWLOCK_ENOTOWNER, "lock is no longer held by this owner")                        \
-    X(ROWLOCK_EINVALID, "invalid argument")                                             \
-    X(ROWLOCK_EDB, "database error")                                                    \
-    X(ROWLOCK_ESCHEMA, "lock table schema is missing or outdated")                      \
-    X(ROWLOCK_EUNSUPPORTED, "not supported by this strategy or server")                 \
-    X(ROWLOCK_ENOMEM, "out of memory")
-
 ROWLOCK_EXTERN const char *rowlock_strerror(int code)
 {
     switch (code) {
-#define X(c, msg) case c: return msg;
+#define X(c, value, msg) case c: return msg;
         ROWLOCK_ERRNO_MAP(X)
 #undef X
     }
@@ -34,7 +25,7 @@ ROWLOCK_EXTERN const char *rowlock_strerror(int code)
 ROWLOCK_EXTERN const char *rowlock_error_name(int code)
 {
     switch (code) {
-#define X(c, msg) case c: return #c;
+#define X(c, value, msg) case c: return #c;
         ROWLOCK_ERRNO_MAP(X)
 #undef X
     }

@@ -75,21 +75,52 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
         free(l);
         return rc;
     }
+    l->next = c->locks;
+    if (c->locks)
+        c->locks->prev = l;
+    c->locks = l;
     *out = l;
     return 0;
 }
+
+void rowlock__locks_orphan(rowlock_client *c)
+{
+    for (rowlock_lock *l = c->locks, *next; l; l = next) {
+        next = l->next;
+        l->client = NULL;
+        l->next = l->prev = NULL;
+    }
+    c->locks = NULL;
+}
+
+/* A handle whose client was freed: nothing to talk to, no message to set. */
+#define CHECK_HANDLE(l)                        \
+    do {                                       \
+        if ((l) == NULL || (l)->client == NULL) \
+            return ROWLOCK_EINVALID;           \
+    } while (0)
 
 ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
 {
     if (l == NULL)
         return;
-    while (l->held > 0 && !l->lost) {
-        if (l->ops->release(l) != 0)
-            break;
-        l->held--;
+    rowlock_client *c = l->client;
+    if (c) {
+        /* Through the public call, so a release here is checked and counted
+         * like any other. */
+        while (rowlock_lock_held(l) > 0) {
+            if (rowlock_release(l) != 0)
+                break;
+        }
+        if (l->ops->lock_free)
+            l->ops->lock_free(l);
+        if (l->prev)
+            l->prev->next = l->next;
+        else
+            c->locks = l->next;
+        if (l->next)
+            l->next->prev = l->prev;
     }
-    if (l->ops->lock_free)
-        l->ops->lock_free(l);
     free(l);
 }
 
@@ -117,8 +148,7 @@ static int check_autocommit(rowlock_lock *l, const char *what)
 
 ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
-    if (l == NULL)
-        return ROWLOCK_EINVALID;
+    CHECK_HANDLE(l);
     rowlock__clear_error(l->client);
     int rc;
     if (wait_ms < 0 && wait_ms != ROWLOCK_WAIT_FOREVER)
@@ -146,8 +176,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
 
 ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
 {
-    if (l == NULL)
-        return ROWLOCK_EINVALID;
+    CHECK_HANDLE(l);
     rowlock__clear_error(l->client);
     if (l->lost)
         return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "release %s (%s): the lock was already lost", l->shown,
@@ -170,8 +199,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
 
 ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
 {
-    if (l == NULL)
-        return ROWLOCK_EINVALID;
+    CHECK_HANDLE(l);
     rowlock__clear_error(l->client);
     if (l->lost)
         return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "renew %s (%s): the lock was already lost", l->shown,
@@ -210,19 +238,21 @@ ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l)
 
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
 {
-    if (l == NULL)
-        return ROWLOCK_EINVALID;
+    CHECK_HANDLE(l);
     rowlock__clear_error(l->client);
-    if (info == NULL || info->version != ROWLOCK_INFO_VERSION)
+    if (info == NULL || rowlock__info_check(info->version))
         return rowlock__fail(l->client, ROWLOCK_EINVALID,
-                             "inspect %s: info is NULL or its version is not ROWLOCK_INFO_VERSION", l->shown);
+                             "inspect %s: info is NULL or its version is 0 (start from ROWLOCK_INFO_INIT)", l->shown);
     /* What the row says decides how to look, not the handle's strategy: a
      * for-update holder is a row lock and needs the strategy's probe. */
-    int rc = rowlock__row_read(l->client, l->name, l->name_len, info);
-    if (rc || !info->exists)
-        return rc;
-    const rowlock__strategy_ops *row_ops = rowlock__strategy_find(info->strategy);
-    if (row_ops && row_ops->inspect)
-        return row_ops->inspect(l, info);
-    return 0;
+    rowlock_info full = ROWLOCK_INFO_INIT;
+    int rc = rowlock__row_read(l->client, l->name, l->name_len, &full);
+    if (rc == 0 && full.exists) {
+        const rowlock__strategy_ops *row_ops = rowlock__strategy_find(full.strategy);
+        if (row_ops && row_ops->inspect)
+            rc = row_ops->inspect(l, &full);
+    }
+    if (rc == 0)
+        rowlock__info_copy_out(info, &full);
+    return rc;
 }

@@ -38,6 +38,27 @@ void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info)
     info->stale = (int)cols[9].i;
 }
 
+/* Bytes of rowlock_info that a caller of `version` has (0: unknown version).
+ * A new field gets a new version and a row here. */
+static size_t info_size(unsigned int version)
+{
+    if (version == 0)
+        return 0;
+    return sizeof(rowlock_info); /* version 1 and anything newer than this library */
+}
+
+int rowlock__info_check(unsigned int version)
+{
+    return info_size(version) ? 0 : ROWLOCK_EINVALID;
+}
+
+void rowlock__info_copy_out(rowlock_info *dst, const rowlock_info *src)
+{
+    unsigned int v = dst->version;
+    memcpy(dst, src, info_size(v));
+    dst->version = v;
+}
+
 static void info_reset(rowlock_info *info)
 {
     unsigned int v = info->version;

@@ -51,6 +51,11 @@ void rowlock__sleep_us(int64_t us);
 /* Returns NULL if valid, else a static reason. */
 const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at);
 int rowlock__table_name_check(const char *t);
+/* NULL if the server (mysql_get_server_info, mysql_get_server_version) is
+ * one rowlock supports (MariaDB 10.6+), else a static reason. */
+const char *rowlock__server_check(const char *info, unsigned long version);
+/* Orphan every live handle of a client being freed (lock.c). */
+void rowlock__locks_orphan(struct rowlock_client *c);
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap);
 
 /* ---- error.c --------------------------------------------------------------- */
@@ -141,6 +146,8 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
  * text protocol; any result is discarded. */
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql);
 int rowlock__db_connect(rowlock_client *c);
+/* EUNSUPPORTED unless the connected server is MariaDB 10.6+. */
+int rowlock__db_server_check(rowlock_client *c, const char *what);
 
 /*
  * Fault injection: compiled only with ROWLOCK_FAULT_INJECTION, which the
@@ -229,6 +236,8 @@ struct rowlock_client {
      * and the lease module's (lease.c). */
     void *strategy_state[ROWLOCK__STRATEGY_SLOTS];
     void *lease;
+    /* Live lock handles (lock.c): orphaned when the client is freed. */
+    struct rowlock_lock *locks;
 };
 
 /* ---- schema.c -------------------------------------------------------------- */
@@ -252,6 +261,7 @@ struct rowlock_lock {
     int lost;            /* release/renew found it gone: sticky ENOTOWNER until
                             the next acquire */
     char shown[4 * ROWLOCK_NAME_MAX + 3]; /* the name quoted for messages */
+    struct rowlock_lock *next, *prev; /* the client's live handles */
     void *state;         /* the strategy's private state: ops->lock_state_size
                             bytes, zeroed, allocated with the handle */
 };
@@ -336,6 +346,11 @@ void rowlock__strategy_client_free(rowlock_client *c);
 void rowlock__strategy_session_ended(rowlock_client *c);
 
 /* ---- row.c: reading a row, explaining a refusal ------------------------------ */
+/* Versioned rowlock_info for callers: 0 if the caller's version is known
+ * (any version >= 1), else ROWLOCK_EINVALID; copy_out fills the fields of
+ * dst->version from a full struct and keeps dst->version. */
+int rowlock__info_check(unsigned int version);
+void rowlock__info_copy_out(rowlock_info *dst, const rowlock_info *src);
 int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info);
 /* The same as a locking read (LOCK IN SHARE MODE, waiting up to lock_wait_ms
  * for a writer of the row to commit). */

@@ -164,6 +164,16 @@ ROWLOCK_EXTERN int rowlock_name_check(const char *name, const char **why)
     return reason ? ROWLOCK_EINVALID : 0;
 }
 
+const char *rowlock__server_check(const char *info, unsigned long version)
+{
+    if (info == NULL || strstr(info, "MariaDB") == NULL)
+        return "the server is not MariaDB (MySQL lacks SET STATEMENT, sequences and max_statement_time, which "
+               "rowlock uses)";
+    if (version < 100600)
+        return "the server is older than MariaDB 10.6";
+    return NULL;
+}
+
 ROWLOCK_EXTERN const char *rowlock_version(void)
 {
     return ROWLOCK_VERSION_STRING;

@@ -442,6 +442,41 @@ static void test_strategy__table_entries_are_complete_and_unique(void **state)
     assert_int_equal(n, 3);
 }
 
+static void test_server_check__accepts_mariadb_10_6_and_later_only(void **state)
+{
+    (void)state;
+    assert_null(rowlock__server_check("10.11.19-MariaDB-0+deb12u1", 101119));
+    assert_null(rowlock__server_check("10.6.0-MariaDB", 100600));
+    assert_null(rowlock__server_check("11.4.2-MariaDB-log", 110402));
+    assert_non_null(rowlock__server_check("10.5.24-MariaDB", 100524));
+    assert_non_null(rowlock__server_check("8.0.36", 80036));
+    assert_non_null(rowlock__server_check("8.4.0-0ubuntu0.24.04.1", 80400));
+    assert_non_null(rowlock__server_check(NULL, 0));
+    assert_non_null(strstr(rowlock__server_check("8.0.36", 80036), "not MariaDB"));
+}
+
+/* A handle that outlives its client is an orphan: calls on it say
+ * EINVALID instead of touching freed memory (ASan checks the "instead"). */
+static void test_lock__a_handle_that_outlives_its_client_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *c = NULL;
+    rowlock_lock *l = NULL, *l2 = NULL;
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    assert_int_equal(rowlock_lock_new(&l, c, "orphan", NULL), 0);
+    assert_int_equal(rowlock_lock_new(&l2, c, "freed-first", NULL), 0);
+    rowlock_lock_free(l2);
+    rowlock_client_free(c);
+    assert_int_equal(rowlock_acquire(l, 0, 0), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_release(l), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_renew(l, 0), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_inspect(l, &info), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_string_equal(rowlock_lock_name(l), "orphan");
+    rowlock_lock_free(l);
+}
+
 /* ---- error table (no server needed) -------------------------------------------------------------- */
 
 static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
@@ -492,6 +527,8 @@ int main(void)
         cmocka_unit_test(test_strategy__parse_and_name_round_trip),
         cmocka_unit_test(test_strategy__unknown_values_are_refused),
         cmocka_unit_test(test_strategy__table_entries_are_complete_and_unique),
+        cmocka_unit_test(test_server_check__accepts_mariadb_10_6_and_later_only),
+        cmocka_unit_test(test_lock__a_handle_that_outlives_its_client_is_refused),
         cmocka_unit_test(test_errors__every_code_has_a_name_and_a_sentence),
     };
     return cmocka_run_group_tests_name("unit", tests, NULL, NULL);
