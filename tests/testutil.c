@@ -385,6 +385,9 @@ long long tu_mysql_int(void *mysql, int *ok, const char *sql)
     return v;
 }
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 0)))
+#endif
 static unsigned int vsql(const char *defaults_file, unsigned int ignore, long long *val, int *ok,
                          const char *fmt, va_list ap)
 {
