@@ -134,16 +134,13 @@ static tu_pipe hold_pipe;
 static int holder_releasing_after_300ms(void *arg, int idx)
 {
     wait_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     int rc;
     (void)idx;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, "waitrel", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, "waitrel", S, &c, &l);
+    if (setup)
+        return setup;
     rc = rowlock_acquire(l, 0, TU_LEASE_LONG);
     if (rc != 0) {
         fprintf(stderr, "holder: acquire: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
@@ -448,16 +445,13 @@ static tu_pipe go_pipe;
 static int waiter_for_handoff(void *arg, int idx)
 {
     handoff_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     int rc;
     (void)idx;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, "handoff", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, "handoff", S, &c, &l);
+    if (setup)
+        return setup;
     snprintf(sh->owner, sizeof sh->owner, "%s", rowlock_client_owner(c));
     rc = rowlock_acquire(l, 20000, TU_LEASE_LONG);
     if (rc != 0) {
@@ -1015,15 +1009,12 @@ static void sleep_us(long us)
 static int mx_child(void *arg, int idx)
 {
     mx_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     unsigned int seed = (unsigned int)getpid() * 2654435761u + (unsigned int)idx;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, "mutex", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, "mutex", S, &c, &l);
+    if (setup)
+        return setup;
     tu_signal(&mx_ready, 'R');
     if (tu_await(&mx_go, 120000) != 'G')
         return 12;
