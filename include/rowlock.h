@@ -1,12 +1,29 @@
 /*
- * rowlock — distributed locks kept in a MySQL/MariaDB table.
+ * rowlock — distributed locks kept in a MariaDB table.
+ *
+ * Servers: MariaDB 10.6 or later (tested on 10.11). The library uses
+ * MariaDB-only SQL (SET STATEMENT, sequences, max_statement_time) and
+ * refuses other servers, MySQL included, at connect with ROWLOCK_EUNSUPPORTED.
  *
  * Conventions (read once, they hold for every function below):
  *
  *  - Functions return int: 0 on success or a negative ROWLOCK_E* code.
  *    After a failure, rowlock_client_errmsg() holds one line naming the lock
  *    and the strategy; it stays valid until the next call on that client.
- *  - Out-parameters come first. Every *_free() is void and accepts NULL.
+ *  - Argument order: the object a call acts on (client or lock) comes
+ *    first, then its inputs, then its out-parameters, as in libmysqlclient
+ *    and the rest of this API. Only calls without such an object, which
+ *    make or parse a value (rowlock_client_new, rowlock_lock_new,
+ *    rowlock_strategy_parse), put their out-parameter first. (An earlier
+ *    rule, "out-parameters first", was followed by those alone; the rule
+ *    now says what the API does.) Every *_free() is void and accepts NULL.
+ *  - Versioned out-structs (rowlock_info, rowlock_reap_stats): the caller
+ *    sets `version` to the version it was compiled with; the library fills
+ *    the fields that version has and no more, so a newer library works with
+ *    older callers. Version 0 is refused.
+ *  - rowlock_acquire, rowlock_release and rowlock_renew warn when their
+ *    result is ignored: an ignored ROWLOCK_EBUSY means running without the
+ *    lock.
  *  - Input strings are copied. Returned const char * are borrowed and live
  *    as long as the object they came from.
  *  - Option structs are transparent, start with a `version` member and have
@@ -35,12 +52,14 @@
 
 #include "rowlock_version.h"
 
-#if defined(_WIN32)
-#  define ROWLOCK_EXTERN __declspec(dllimport)
-#elif defined(__GNUC__)
+/* Exported symbols (the library is built with hidden visibility); GCC and
+ * Clang only: there is no Windows build. */
+#if defined(__GNUC__)
 #  define ROWLOCK_EXTERN __attribute__((visibility("default")))
+#  define ROWLOCK_WARN_UNUSED __attribute__((warn_unused_result))
 #else
 #  define ROWLOCK_EXTERN
+#  define ROWLOCK_WARN_UNUSED
 #endif
 
 #ifdef __cplusplus
@@ -51,31 +70,44 @@ extern "C" {
 /* Errors                                                                    */
 /* ------------------------------------------------------------------------ */
 
-/** Result codes. 0 is success; every failure is one of these. */
+/**
+ * Result codes: one list gives the enum, rowlock_strerror() and
+ * rowlock_error_name(). 0 is success; every failure is one of these.
+ *
+ *  ROWLOCK_EBUSY        The lock is held by another owner: try-once failed or
+ *                       the wait expired.
+ *  ROWLOCK_ENOTOWNER    Release/renew of a lock we no longer hold: the lease
+ *                       ended and someone else took it, the reaper purged it,
+ *                       an admin force-released it, or the transaction or
+ *                       connection that held it ended. Nothing was changed.
+ *  ROWLOCK_EINVALID     Bad argument: a lock name that is not 1-255 bytes of
+ *                       UTF-8, a bad option, a call in the wrong state, a name
+ *                       managed by another strategy, or a lock handle whose
+ *                       client was freed. The message says which.
+ *  ROWLOCK_EDB          Server or connection error. rowlock_client_db_errno()
+ *                       and rowlock_client_sqlstate() keep the server's error.
+ *  ROWLOCK_ESCHEMA      The lock table is missing or its schema version is not
+ *                       the one this library needs; the message names expected
+ *                       and found versions. Fix with rowlock_migrate().
+ *  ROWLOCK_EUNSUPPORTED Not possible on this server or with this strategy, for
+ *                       example a server that is not MariaDB 10.6+, or the
+ *                       for-update strategy on a multi-primary (Galera) cluster.
+ *  ROWLOCK_ENOMEM       Out of memory.
+ */
+#define ROWLOCK_ERRNO_MAP(X)                                                    \
+    X(ROWLOCK_OK, 0, "success")                                                 \
+    X(ROWLOCK_EBUSY, -1, "lock is held by another owner")                       \
+    X(ROWLOCK_ENOTOWNER, -2, "lock is no longer held by this owner")            \
+    X(ROWLOCK_EINVALID, -3, "invalid argument")                                 \
+    X(ROWLOCK_EDB, -4, "database error")                                        \
+    X(ROWLOCK_ESCHEMA, -5, "lock table schema is missing or outdated")          \
+    X(ROWLOCK_EUNSUPPORTED, -6, "not supported by this strategy or server")     \
+    X(ROWLOCK_ENOMEM, -7, "out of memory")
+
 typedef enum rowlock_error {
-    ROWLOCK_OK = 0,
-    /** The lock is held by another owner: try-once failed or the wait expired. */
-    ROWLOCK_EBUSY = -1,
-    /** Release/renew of a lock we no longer hold: the lease ended and someone
-     *  else took it, the reaper purged it, an admin force-released it, or the
-     *  transaction/connection that held it ended. Nothing was changed. */
-    ROWLOCK_ENOTOWNER = -2,
-    /** Bad argument: a lock name that is not 1-255 bytes of UTF-8, a bad
-     *  option, a call in the wrong state, or a name managed by another
-     *  strategy. The message says which. */
-    ROWLOCK_EINVALID = -3,
-    /** Server or connection error. rowlock_client_db_errno() and
-     *  rowlock_client_sqlstate() keep the server's error. */
-    ROWLOCK_EDB = -4,
-    /** The lock table is missing or its schema version is not the one this
-     *  library needs; the message names expected and found versions. Fix with
-     *  rowlock_migrate() (or `rowlock migrate`). */
-    ROWLOCK_ESCHEMA = -5,
-    /** Not possible on this server or with this strategy, for example the
-     *  for-update strategy on a multi-primary (Galera) cluster. */
-    ROWLOCK_EUNSUPPORTED = -6,
-    /** Out of memory. */
-    ROWLOCK_ENOMEM = -7
+#define ROWLOCK_ERROR_ENUM_(name, value, msg) name = value,
+    ROWLOCK_ERRNO_MAP(ROWLOCK_ERROR_ENUM_) /* a trailing comma: C99, C++11 */
+#undef ROWLOCK_ERROR_ENUM_
 } rowlock_error;
 
 /** A static English sentence for a code ("lock is held by another owner").
@@ -86,8 +118,9 @@ ROWLOCK_EXTERN const char *rowlock_strerror(int code);
  *  Unknown codes give "ROWLOCK_EUNKNOWN". Never NULL. */
 ROWLOCK_EXTERN const char *rowlock_error_name(int code);
 
-/** The library's version string ("1.0.0"), for checking the runtime library
- *  against ROWLOCK_VERSION_STRING from the header. */
+/** The library's version string (the project version, "0.2.0" for this
+ *  release), for checking the runtime library against ROWLOCK_VERSION_STRING
+ *  from the header. */
 ROWLOCK_EXTERN const char *rowlock_version(void);
 
 /** The schema version this library needs (the number of the newest embedded
@@ -175,6 +208,8 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out);
 /**
  * Open the client's own connection and check the lock table's schema.
  * @return 0;
+ *   ROWLOCK_EUNSUPPORTED the server is not MariaDB 10.6 or later (MySQL is
+ *                     refused: the library uses MariaDB-only SQL);
  *   ROWLOCK_EINVALID  bad options (unknown version, bad table name, unreadable
  *                     defaults_file, TLS mode without what it needs);
  *   ROWLOCK_EDB       cannot connect or authenticate (message has the server's);
@@ -203,7 +238,8 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
  * application transaction (their rows must commit on their own); a
  * connection opened with CLIENT_FOUND_ROWS is refused (affected-row counts
  * would lie). Only opts->table, opts->flags are used from opts (may be NULL).
- * @return 0, ROWLOCK_EINVALID, ROWLOCK_ESCHEMA, ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * @return 0, ROWLOCK_EINVALID, ROWLOCK_EUNSUPPORTED (not MariaDB 10.6+),
+ *   ROWLOCK_ESCHEMA, ROWLOCK_EDB, ROWLOCK_ENOMEM.
  * One round trip (the schema check).
  */
 ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const rowlock_client_options *opts);
@@ -212,7 +248,9 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
  * Close the client's connection (if it owns it) and free it. Locks still held
  * are NOT released by free (bind lock lifetimes to the client: free locks
  * first, which releases them). A for-update lock dies with the connection.
- * NULL-safe.
+ * Lock handles of this client that are still alive become orphans: every
+ * call on them returns ROWLOCK_EINVALID (there is no client left for a
+ * message) and rowlock_lock_free() only frees them. NULL-safe.
  */
 ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
 
@@ -350,7 +388,7 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  * an uncontended insert or optimistic grant is one statement; a refusal
  * adds a read that names the holder.
  */
-ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 
 /**
  * Release one acquisition made through this handle. When the client's count
@@ -364,7 +402,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
  * and one more first when a waiter began heading the queue while the handle
  * saw no contention (its first, plain release statement then refuses).
  */
-ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l);
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release(rowlock_lock *l);
 
 /**
  * Extend the lease to now + lease_ms (server clock). Never re-acquires: if
@@ -374,7 +412,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l);
  *   ended); ROWLOCK_EINVALID if not held or bad lease; ROWLOCK_EDB.
  * One round trip.
  */
-ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms);
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t lease_ms);
 
 /** The fencing token of this handle's current grant, 0 if it holds nothing.
  *  Tokens are strictly increasing per name across releases, expiry
@@ -391,6 +429,8 @@ ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l);
 /** The handle's strategy. */
 ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
 
+/* rowlock_info: the caller sets version (ROWLOCK_INFO_VERSION when it was
+ * compiled); the library fills the fields of that version. */
 #define ROWLOCK_INFO_VERSION 1
 
 /** What the table says about one lock name. */
@@ -415,7 +455,7 @@ typedef struct rowlock_info {
  * Read the lock's row. A for-update lock's holder is not written to the
  * row; `held` is found with a non-waiting probe and `owner` is "".
  * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
- *   (info NULL or wrong version), ROWLOCK_EDB. One or two round trips.
+ *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips.
  */
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
 

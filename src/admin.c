@@ -15,22 +15,23 @@
 #include <string.h>
 
 static const char LIST_HELD[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY name";
+    "/* rowlock:list-held */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) ORDER BY name";
 static const char LIST_STALE[] =
-    "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
+    "/* rowlock:list-stale */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at <= UTC_TIMESTAMP(6) ORDER BY name";
 
-/* Params: name, owner, token. Only clears exactly the grant that was read. */
+/* Params: name, owner, token, strategy (one that keeps a lease row). Only
+ * clears exactly the grant that was read. */
 static const char FORCE_RELEASE[] =
-    "UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy IN (1, 3) AND expires_at > UTC_TIMESTAMP(6)";
+    "/* rowlock:force-release */ UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: grace µs. */
 static const char REAP_SURVEY[] =
-    "SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
+    "/* rowlock:reap-survey */ SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
     "WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
 /* Params: grace µs, batch. */
 static const char REAP_DELETE[] =
-    "SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "/* rowlock:reap-delete */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
 
 struct list_ctx {
@@ -73,29 +74,31 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     const char *why = NULL;
     if (rowlock_name_check(name, &why))
         return rowlock__fail(c, ROWLOCK_EINVALID, "force release: %s", why);
+    if (released && rowlock__info_check(released->version))
+        return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is 0 (start from ROWLOCK_INFO_INIT)");
     rowlock_info info = ROWLOCK_INFO_INIT;
     int rc = rowlock__row_read(c, name, strlen(name), &info);
     if (rc)
         return rc;
-    if (info.exists && info.strategy == ROWLOCK_STRATEGY_FOR_UPDATE)
+    const rowlock__strategy_ops *ops = info.exists ? rowlock__strategy_find(info.strategy) : NULL;
+    if (ops && !(ops->flags & ROWLOCK__S_LEASE_ROW))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "force release '%s': a for-update lock is a row lock of its holder's transaction; end "
-                             "that connection (KILL) to release it",
-                             info.name);
-    int was_held = info.exists && info.held;
+                             "force release '%s': a %s lock is %s; end that connection (KILL) to release it",
+                             info.name, ops->name,
+                             (ops->flags & ROWLOCK__S_TRANSACTION) ? "a row lock of its holder's transaction"
+                                                                   : "not kept in its row");
+    int was_held = ops && info.held;
     if (was_held) {
-        rowlock__param p[3] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
-                                RL_U64(info.token) };
+        rowlock__param p[4] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
+                                RL_U64(info.token), RL_I64(info.strategy) };
         rowlock__res res;
-        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 4, NULL, 0, NULL, NULL, &res)))
             return rc;
         was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
     }
     if (released) {
-        if (released->version != ROWLOCK_INFO_VERSION)
-            return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is not ROWLOCK_INFO_VERSION");
-        *released = info;
-        released->held = was_held;
+        info.held = was_held;
+        rowlock__info_copy_out(released, &info);
     }
     return 0;
 }
@@ -146,7 +149,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
             break;
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         rowlock__res res;
-        if ((rc = rowlock__db_simple(c, "reap: isolation", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
+        if ((rc = rowlock__db_simple(c, "reap: isolation", "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
             goto out;
         const int64_t t0 = rowlock__now_us();
         rc = rowlock__db_exec(c, "reap: delete", REAP_DELETE, 0, p, 2, NULL, 0, NULL, NULL, &res);

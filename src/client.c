@@ -7,31 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
-{
-    if (c == NULL)
-        return code;
-    /* Format aside first: callers may pass c->errmsg itself as an argument. */
-    char tmp[ROWLOCK__ERRMSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    /* One line, always. */
-    for (char *p = tmp; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    memcpy(c->errmsg, tmp, sizeof tmp);
-    return code;
-}
-
-void rowlock__clear_error(rowlock_client *c)
-{
-    c->errmsg[0] = '\0';
-    c->db_errno = 0;
-    memcpy(c->sqlstate, "00000", 6);
-}
-
 ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
 {
     if (out == NULL)
@@ -179,6 +154,11 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
     c->mysql = mysql;
     c->owns_mysql = 0;
     c->connected = 1;
+    if ((rc = rowlock__db_server_check(c, "wrap"))) {
+        c->mysql = NULL;
+        c->connected = 0;
+        return rc;
+    }
     if (rowlock__db_found_rows_flag(c)) {
         c->mysql = NULL;
         c->connected = 0;
@@ -230,7 +210,8 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
         /* A fork child's copy: never end the parent's session. */
         rowlock__db_abandon(c);
     }
-    rowlock__queue_forget(c);
+    rowlock__locks_orphan(c);
+    rowlock__strategy_client_free(c);
     rowlock__db_close(c);
     free_settings(c);
     free(c);

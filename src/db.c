@@ -25,6 +25,194 @@
 
 #define MYSQLP(c) ((MYSQL *)(c)->mysql)
 
+static int capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg);
+
+/* ---- fault injection (test builds only; see rowlock_int.h) ------------------- */
+#ifdef ROWLOCK_FAULT_INJECTION
+#include <pthread.h>
+#include <sys/socket.h>
+
+#define FAULT_MAX 32
+typedef struct fault_rule {
+    int used;
+    const rowlock_client *client; /* NULL: every client */
+    char tag[32];
+    unsigned nth;                 /* 0: every execution */
+    unsigned seen, fired;
+    rowlock__fault_kind kind;
+    unsigned value;
+} fault_rule;
+static fault_rule faults[FAULT_MAX];
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fault_env_once = PTHREAD_ONCE_INIT;
+
+static void tag_of(const char *sql, char *out, size_t cap)
+{
+    static const char head[] = "/* rowlock:";
+    size_t o = 0;
+    if (strncmp(sql, head, sizeof head - 1) == 0)
+        for (const char *p = sql + sizeof head - 1; *p && *p != ' ' && *p != '*' && o + 1 < cap; p++)
+            out[o++] = *p;
+    out[o] = '\0';
+}
+
+static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
+                     unsigned value)
+{
+    if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || kind < ROWLOCK__FAULT_ERROR ||
+        kind > ROWLOCK__FAULT_DROP_AFTER)
+        return ROWLOCK_EINVALID;
+    for (int i = 0; i < FAULT_MAX; i++) {
+        if (!faults[i].used) {
+            faults[i] = (fault_rule){ .used = 1, .client = c, .nth = nth, .kind = kind, .value = value };
+            rowlock__strlcpy(faults[i].tag, tag, sizeof faults[i].tag);
+            return 0;
+        }
+    }
+    return ROWLOCK_ENOMEM;
+}
+
+/* ROWLOCK_FAULTS="tag:nth:spec,...": spec is a MySQL error number, stall=MS
+ * or drop. Bad entries are reported on stderr and skipped. */
+static void fault_env(void)
+{
+    const char *env = getenv("ROWLOCK_FAULTS");
+    if (env == NULL || *env == '\0')
+        return;
+    char *copy = strdup(env), *save = NULL;
+    if (copy == NULL)
+        return;
+    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char tag[32], spec[32];
+        unsigned nth = 0, value = 0;
+        rowlock__fault_kind kind = ROWLOCK__FAULT_ERROR;
+        int ok = sscanf(item, "%31[^:]:%u:%31s", tag, &nth, spec) == 3;
+        if (ok && strncmp(spec, "stall=", 6) == 0) {
+            kind = ROWLOCK__FAULT_STALL;
+            ok = sscanf(spec + 6, "%u", &value) == 1;
+        } else if (ok && strcmp(spec, "drop") == 0) {
+            kind = ROWLOCK__FAULT_DROP_AFTER;
+        } else if (ok) {
+            ok = sscanf(spec, "%u", &value) == 1 && value > 0;
+        }
+        if (!ok || fault_add(NULL, tag, nth, kind, value) != 0)
+            fprintf(stderr, "rowlock: ROWLOCK_FAULTS: ignoring bad entry (want tag:nth:errno|stall=ms|drop)\n");
+    }
+    free(copy);
+}
+
+int rowlock__fault_set(const rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
+                       unsigned value)
+{
+    pthread_once(&fault_env_once, fault_env);
+    pthread_mutex_lock(&fault_mu);
+    int rc = fault_add(c, tag, nth, kind, value);
+    pthread_mutex_unlock(&fault_mu);
+    return rc;
+}
+
+void rowlock__fault_clear(const rowlock_client *c)
+{
+    pthread_once(&fault_env_once, fault_env);
+    pthread_mutex_lock(&fault_mu);
+    for (int i = 0; i < FAULT_MAX; i++)
+        if (c == NULL || faults[i].client == c)
+            faults[i].used = 0;
+    pthread_mutex_unlock(&fault_mu);
+}
+
+unsigned rowlock__fault_fired(const rowlock_client *c, const char *tag)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&fault_mu);
+    for (int i = 0; i < FAULT_MAX; i++)
+        if (faults[i].used && faults[i].client == c && strcmp(faults[i].tag, tag) == 0)
+            n += faults[i].fired;
+    pthread_mutex_unlock(&fault_mu);
+    return n;
+}
+
+/* The rule that fires for this execution, if any (counts the execution). */
+static int fault_match(rowlock_client *c, const char *sql, rowlock__fault_kind *kind, unsigned *value)
+{
+    char tag[32];
+    tag_of(sql, tag, sizeof tag);
+    if (tag[0] == '\0')
+        return 0;
+    pthread_once(&fault_env_once, fault_env);
+    int hit = 0;
+    pthread_mutex_lock(&fault_mu);
+    for (int i = 0; i < FAULT_MAX && !hit; i++) {
+        fault_rule *f = &faults[i];
+        if (!f->used || (f->client && f->client != c) || strcmp(f->tag, tag) != 0)
+            continue;
+        f->seen++;
+        if (f->nth == 0 || f->seen == f->nth) {
+            f->fired++;
+            *kind = f->kind;
+            *value = f->value;
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&fault_mu);
+    return hit;
+}
+
+/* The server side of the session ends as it would when the network fails. */
+static void fault_cut(rowlock_client *c)
+{
+    if (c->mysql) {
+        my_socket fd = mysql_get_socket(MYSQLP(c));
+        if (fd >= 0)
+            shutdown(fd, SHUT_RDWR);
+    }
+}
+
+static const char *fault_sqlstate(unsigned e)
+{
+    switch (e) {
+    case 1213: return "40001";
+    case 1146: return "42S02";
+    case 1235: return "42000";
+    default: return "HY000";
+    }
+}
+
+/* Before a statement runs: 0 to run it (after any stall; *drop_after set
+ * when the connection is to be cut once it ran), else the injected error. */
+static int fault_before(rowlock_client *c, const char *what, const char *sql, int *drop_after)
+{
+    rowlock__fault_kind kind;
+    unsigned value;
+    *drop_after = 0;
+    if (!fault_match(c, sql, &kind, &value))
+        return 0;
+    if (kind == ROWLOCK__FAULT_STALL) {
+        rowlock__sleep_us((int64_t)value * 1000);
+        return 0;
+    }
+    if (kind == ROWLOCK__FAULT_DROP_AFTER) {
+        *drop_after = 1;
+        return 0;
+    }
+    if (rowlock__db_classify(value) == ROWLOCK__DB_CONN)
+        fault_cut(c);
+    char msg[64];
+    snprintf(msg, sizeof msg, "injected fault %u", value);
+    return capture(c, what, value, fault_sqlstate(value), msg);
+}
+
+/* After the statement ran: its result is "lost" with the connection. */
+static int fault_after(rowlock_client *c, const char *what)
+{
+    fault_cut(c);
+    return capture(c, what, CR_SERVER_LOST, "HY000", "Lost connection to server during query (injected)");
+}
+#else
+#define fault_before(c, what, sql, drop) (*(drop) = 0, 0)
+#define fault_after(c, what) 0
+#endif
+
 static int capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg)
 {
     c->db_errno = err;
@@ -69,9 +257,7 @@ void rowlock__db_close(rowlock_client *c)
     if (c->owns_mysql)
         c->mysql = NULL;
     c->connected = 0;
-    c->wsrep_checked = 0;
-    c->fu_count = 0;
-    c->fu_name[0] = '\0';
+    rowlock__strategy_session_ended(c); /* what the session held is gone */
 }
 
 static int set_tls(rowlock_client *c, MYSQL *m)
@@ -143,12 +329,25 @@ int rowlock__db_connect(rowlock_client *c)
     }
     c->connected = 1;
     c->conn_pid = (long)getpid();
+    if ((rc = rowlock__db_server_check(c, "connect")))
+        goto fail;
     return 0;
 fail:
     mysql_close(m);
     c->mysql = NULL;
     c->connected = 0;
     return rc;
+}
+
+int rowlock__db_server_check(rowlock_client *c, const char *what)
+{
+    MYSQL *m = MYSQLP(c);
+    const char *info = mysql_get_server_info(m);
+    const char *why = rowlock__server_check(info, mysql_get_server_version(m));
+    if (why)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED, "%s: %s (server version %.60s); rowlock needs MariaDB 10.6 or later",
+                             what, why, info ? info : "unknown");
+    return 0;
 }
 
 static int ensure_connected(rowlock_client *c, const char *what)
@@ -259,6 +458,9 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
     MYSQL_STMT *st = get_stmt(c, what, tmpl, variant, &rc);
     if (!st)
         return rc;
+    if (mysql_stmt_param_count(st) != nparams)
+        return rowlock__fail(c, ROWLOCK_EDB, "%s: internal error: the statement takes %lu parameters, %u given", what,
+                             (unsigned long)mysql_stmt_param_count(st), nparams);
 
     MYSQL_BIND pb[MAX_BIND], cb[MAX_BIND];
     unsigned long plen[MAX_BIND];
@@ -294,8 +496,11 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
     if (nparams && mysql_stmt_bind_param(st, pb))
         return capture_stmt(c, what, st);
 
-    if (mysql_stmt_execute(st)) {
-        rc = capture_stmt(c, what, st);
+    int drop_after = 0;
+    if ((rc = fault_before(c, what, tmpl, &drop_after)) != 0 || mysql_stmt_execute(st) ||
+        (drop_after && (rc = fault_after(c, what)) != 0)) {
+        if (rc == 0)
+            rc = capture_stmt(c, what, st);
         if (!c->connected || rc == ROWLOCK_ESCHEMA)
             forget_stmt(c, st); /* prepared again after a reconnect / migrate */
         return rc;
@@ -384,10 +589,17 @@ int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql)
     char *text = expand(c, sql, 0);
     if (!text)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
+    int drop_after = 0;
+    if ((rc = fault_before(c, what, text, &drop_after)) != 0) {
+        free(text);
+        return rc;
+    }
     int failed = mysql_real_query(MYSQLP(c), text, (unsigned long)strlen(text)) != 0;
     free(text);
     if (failed)
         return capture_mysql(c, what);
+    if (drop_after)
+        return fault_after(c, what);
     /* Discard any result (e.g. DO/SET produce none; SELECT would). */
     MYSQL_RES *r = mysql_store_result(MYSQLP(c));
     if (r)

@@ -1,27 +1,21 @@
 /*
- * The error table: one row per code gives its symbolic name and sentence, so
+ * The error table (ROWLOCK_ERRNO_MAP in rowlock.h, which also makes the
+ * enum): one row per code gives its symbolic name and sentence, so
  * rowlock_strerror() and rowlock_error_name() can never disagree. Also the
  * one function that knows what MySQL error numbers mean to a lock.
  */
 #include "rowlock_int.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include <errmsg.h>
 #include <mysqld_error.h>
-
-#define ROWLOCK_ERRNO_MAP(X)                                                            \
-    X(ROWLOCK_OK, "success")                                                            \
-    X(ROWLOCK_EBUSY, "lock is held by another owner")                                   \
-    X(ROWLOCK_ENOTOWNER, "lock is no longer held by this owner")                        \
-    X(ROWLOCK_EINVALID, "invalid argument")                                             \
-    X(ROWLOCK_EDB, "database error")                                                    \
-    X(ROWLOCK_ESCHEMA, "lock table schema is missing or outdated")                      \
-    X(ROWLOCK_EUNSUPPORTED, "not supported by this strategy or server")                 \
-    X(ROWLOCK_ENOMEM, "out of memory")
 
 ROWLOCK_EXTERN const char *rowlock_strerror(int code)
 {
     switch (code) {
-#define X(c, msg) case c: return msg;
+#define X(c, value, msg) case c: return msg;
         ROWLOCK_ERRNO_MAP(X)
 #undef X
     }
@@ -31,7 +25,7 @@ ROWLOCK_EXTERN const char *rowlock_strerror(int code)
 ROWLOCK_EXTERN const char *rowlock_error_name(int code)
 {
     switch (code) {
-#define X(c, msg) case c: return #c;
+#define X(c, value, msg) case c: return #c;
         ROWLOCK_ERRNO_MAP(X)
 #undef X
     }
@@ -68,4 +62,45 @@ rowlock__dbclass rowlock__db_classify(unsigned int e)
     default:
         return ROWLOCK__DB_OTHER;
     }
+}
+
+/* ---- the client's last error ----------------------------------------------- */
+
+int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
+{
+    if (c == NULL)
+        return code;
+    /* Format aside first: callers may pass c->errmsg itself as an argument. */
+    char tmp[ROWLOCK__ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    /* One line, always. */
+    for (char *p = tmp; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    memcpy(c->errmsg, tmp, sizeof tmp);
+    return code;
+}
+
+void rowlock__clear_error(rowlock_client *c)
+{
+    c->errmsg[0] = '\0';
+    c->db_errno = 0;
+    memcpy(c->sqlstate, "00000", 6);
+}
+
+void rowlock__error_save(const rowlock_client *c, rowlock__errsave *s)
+{
+    memcpy(s->msg, c->errmsg, sizeof s->msg);
+    s->db_errno = c->db_errno;
+    memcpy(s->sqlstate, c->sqlstate, sizeof s->sqlstate);
+}
+
+void rowlock__error_restore(rowlock_client *c, const rowlock__errsave *s)
+{
+    memcpy(c->errmsg, s->msg, sizeof s->msg);
+    c->db_errno = s->db_errno;
+    memcpy(c->sqlstate, s->sqlstate, sizeof s->sqlstate);
 }

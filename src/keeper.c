@@ -60,7 +60,11 @@
 struct rowlock__kept {
     rowlock__kept *next;
     rowlock_lock *lock;      /* the application's handle: identity only */
-    rowlock_lock *shadow;    /* bound to the keeper's client (lease strategies) */
+    rowlock_lock *shadow;    /* bound to the keeper's client (lease strategies);
+                                made, used and freed by the renewer thread only */
+    char name[ROWLOCK_NAME_MAX + 1];
+    rowlock_strategy strategy;
+    uint64_t token;
     int fd;                  /* for-update: the holding session's socket; else -1 */
     int64_t lease_ms, interval_us, warn_us;
     int64_t next_us;         /* next renewal (monotonic µs) */
@@ -85,6 +89,7 @@ struct rowlock__keeper {
     pid_t pid;               /* the process the thread runs in */
     rowlock_client *conn;    /* the keeper's own client (lease strategies) */
     rowlock__kept *head;
+    rowlock__kept *dead;     /* unlinked entries whose shadows the renewer frees */
     uint64_t rng;
 };
 
@@ -98,9 +103,10 @@ static int64_t drift_us(int64_t lease_ms)
     return lease_ms * 1000 / 1000000 * ROWLOCK__KEEP_DRIFT_PPM + 1;
 }
 
+/* A lock that lives in its session (a transaction), not in a lease row. */
 static int is_session_lock(const rowlock_lock *l)
 {
-    return l->ops->id == ROWLOCK_STRATEGY_FOR_UPDATE;
+    return (l->ops->flags & ROWLOCK__S_TRANSACTION) != 0;
 }
 
 /* Wake both threads (mutex held or not). */
@@ -150,6 +156,8 @@ static void refresh(rowlock__kept *e, int64_t now)
 
 /* ---- the keeper's threads ------------------------------------------------- */
 
+static void entry_free(rowlock__kept *e);
+
 /* Run the callback once for this grant, without the mutex (the entry is
  * busy meanwhile, so it cannot be unlinked). Watcher thread only. */
 static void notify(rowlock__keeper *k, rowlock__kept *e)
@@ -183,8 +191,20 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     e->busy++;
     e->renewing = 1;
     pthread_mutex_unlock(&k->mu);
+    int rc = 0;
+    if (e->shadow == NULL) {
+        /* Made here: the renewer is the only thread that uses k->conn. */
+        rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+        o.strategy = e->strategy;
+        rc = rowlock_lock_new(&e->shadow, k->conn, e->name, &o);
+        if (rc == 0) {
+            e->shadow->held = 1; /* renews only: never acquires or releases */
+            e->shadow->token = e->token;
+        }
+    }
     int64_t sent = rowlock__now_us();
-    int rc = rowlock_renew(e->shadow, lease_ms);
+    if (rc == 0)
+        rc = rowlock_renew(e->shadow, lease_ms);
     int64_t done = rowlock__now_us();
     char msg[ROWLOCK__ERRMSG_MAX];
     rowlock__strlcpy(msg, rowlock_client_errmsg(k->conn), sizeof msg);
@@ -235,6 +255,18 @@ static void *renewer_main(void *arg)
     rowlock__db_thread_init();
     pthread_mutex_lock(&k->mu);
     while (!k->stop) {
+        if (k->dead) {
+            rowlock__kept *d = k->dead;
+            k->dead = NULL;
+            pthread_mutex_unlock(&k->mu);
+            while (d) {
+                rowlock__kept *n = d->next;
+                entry_free(d);
+                d = n;
+            }
+            pthread_mutex_lock(&k->mu);
+            continue;
+        }
         int64_t now = rowlock__now_us(), next = now + KEEP_TICK_US;
         rowlock__kept *due = NULL;
         for (rowlock__kept *e = k->head; e; e = e->next) {
@@ -332,8 +364,6 @@ static void *watcher_main(void *arg)
 
 /* ---- the client's side ---------------------------------------------------- */
 
-static void entry_free(rowlock__kept *e);
-
 /* Stop the threads that started, free everything (this process's keeper). */
 static void keeper_destroy(rowlock__keeper *k)
 {
@@ -348,6 +378,11 @@ static void keeper_destroy(rowlock__keeper *k)
     while (k->head) {
         rowlock__kept *e = k->head;
         k->head = e->next;
+        entry_free(e);
+    }
+    while (k->dead) {
+        rowlock__kept *e = k->dead;
+        k->dead = e->next;
         entry_free(e);
     }
     rowlock_client_free(k->conn);
@@ -442,9 +477,13 @@ static rowlock__kept *find(rowlock__keeper *k, const rowlock_lock *l)
     return NULL;
 }
 
+/* Renewer thread, or after both threads ended. */
 static void entry_free(rowlock__kept *e)
 {
-    rowlock__lock_shadow_free(e->shadow);
+    if (e->shadow) {
+        e->shadow->held = 0; /* the grant is the application's: nothing to release */
+        rowlock_lock_free(e->shadow);
+    }
     free(e);
 }
 
@@ -465,10 +504,12 @@ void rowlock__keeper_forget(rowlock_lock *l)
                 break;
             }
         }
+        /* Its shadow belongs to the renewer's connection: freed there. */
+        e->next = k->dead;
+        k->dead = e;
+        wake(k);
     }
     pthread_mutex_unlock(&k->mu);
-    if (e != NULL)
-        entry_free(e);
 }
 
 /* Start keeping l's current grant (l->held > 0). */
@@ -487,6 +528,9 @@ static int track(rowlock_lock *l, int64_t sent_us)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "keep %s: out of memory", l->shown);
     e->lock = l;
     e->fd = -1;
+    memcpy(e->name, l->name, l->name_len + 1);
+    e->strategy = l->ops->id;
+    e->token = l->token;
     e->fn = l->keep.on_event;
     e->arg = l->keep.arg;
     e->lease_ms = l->keep.lease_ms ? l->keep.lease_ms : l->lease_ms;
@@ -514,12 +558,7 @@ static int track(rowlock_lock *l, int64_t sent_us)
             return rowlock__fail(c, ROWLOCK_EDB, "keep %s (for-update): the client has no open connection", l->shown);
         }
     } else {
-        /* Built without touching k->conn: the keeper thread may be using it. */
-        e->shadow = rowlock__lock_shadow(l, k->conn);
-        if (e->shadow == NULL) {
-            free(e);
-            return rowlock__fail(c, ROWLOCK_ENOMEM, "keep %s: out of memory", l->shown);
-        }
+        /* The renewer makes the shadow handle on its first renewal. */
         /* The grant's own lease counts from the start of the acquire call. */
         e->safe_until = sent_us + l->lease_ms * 1000 - drift_us(l->lease_ms);
         e->next_us = sent_us + e->interval_us;
@@ -604,7 +643,7 @@ void rowlock__keeper_free(rowlock_client *c)
 
 ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opts)
 {
-    if (l == NULL)
+    if (l == NULL || l->client == NULL)
         return ROWLOCK_EINVALID;
     rowlock_client *c = l->client;
     rowlock__clear_error(c);
@@ -654,7 +693,7 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
 
 ROWLOCK_EXTERN int rowlock_keep_status(rowlock_keep_info *st, const rowlock_lock *l)
 {
-    if (st == NULL || l == NULL || st->version != ROWLOCK_KEEP_INFO_VERSION)
+    if (st == NULL || l == NULL || l->client == NULL || st->version != ROWLOCK_KEEP_INFO_VERSION)
         return ROWLOCK_EINVALID;
     rowlock_keep_info fresh = ROWLOCK_KEEP_INFO_INIT;
     rowlock__keeper *k = l->client->keeper;

@@ -2,8 +2,9 @@
  * Internal declarations shared by the library's files. Not installed.
  *
  * Layout of src/:
- *   error.c      the code table (strerror / names) and the one function that
- *                maps MySQL error numbers to rowlock codes
+ *   error.c      the code table (strerror / names), the one function that
+ *                maps MySQL error numbers to rowlock codes, the client's
+ *                last error (fail, clear, save/restore)
  *   util.c       clocks, randomness, UTF-8 name check, backoff
  *   optfile.c    reading [rowlock] keys from MySQL option files
  *   db.c         the only file that calls mysql_*: connect, prepared-statement
@@ -11,9 +12,16 @@
  *   client.c     rowlock_client_*
  *   schema.c     migrations and the schema-version check
  *   lock.c       rowlock_lock_* and the thin wrappers that call strategies
+ *   lease.c      the lease protocol of the lease strategies: wake-up hint,
+ *                waiter queue, wait loop, lease release and renew
+ *   row.c        reading a lock row; messages that explain a refusal
  *   admin.c      list, force release, reap
  *   keeper.c     the lease keeper: renewer and watcher threads per client
  *   strategy_*.c one file per strategy
+ *
+ * Calls flow downward only: public call -> lock.c (wrapper) -> strategy ->
+ * lease.c / row.c -> db.c -> libmysqlclient. Nothing below lock.c calls
+ * into it.
  */
 #ifndef ROWLOCK_INT_H
 #define ROWLOCK_INT_H
@@ -29,6 +37,8 @@
  * MySQL's 64-byte identifier limit. */
 #define ROWLOCK_TABLE_MAX 57
 
+struct rowlock_client;
+
 /* ---- util.c ---------------------------------------------------------------- */
 int64_t rowlock__now_us(void); /* monotonic clock */
 int rowlock__random_bytes(void *buf, size_t n);
@@ -42,6 +52,11 @@ void rowlock__sleep_us(int64_t us);
 /* Returns NULL if valid, else a static reason. */
 const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at);
 int rowlock__table_name_check(const char *t);
+/* NULL if the server (mysql_get_server_info, mysql_get_server_version) is
+ * one rowlock supports (MariaDB 10.6+), else a static reason. */
+const char *rowlock__server_check(const char *info, unsigned long version);
+/* Orphan every live handle of a client being freed (lock.c). */
+void rowlock__locks_orphan(struct rowlock_client *c);
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap);
 
 /* ---- error.c --------------------------------------------------------------- */
@@ -54,6 +69,25 @@ typedef enum rowlock__dbclass {
     ROWLOCK__DB_DUP        /* duplicate key */
 } rowlock__dbclass;
 rowlock__dbclass rowlock__db_classify(unsigned int mysql_errno);
+
+/* Set the client's message (printf-style); returns `code`. */
+int rowlock__fail(struct rowlock_client *c, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void rowlock__clear_error(struct rowlock_client *c);
+/* The client's whole error state (message, errno, SQLSTATE), kept aside
+ * while a helper statement runs whose failure must not replace the error
+ * of the operation it is part of. */
+#define ROWLOCK__ERRMSG_MAX 512
+typedef struct rowlock__errsave {
+    char msg[ROWLOCK__ERRMSG_MAX];
+    unsigned int db_errno;
+    char sqlstate[6];
+} rowlock__errsave;
+void rowlock__error_save(const struct rowlock_client *c, rowlock__errsave *s);
+void rowlock__error_restore(struct rowlock_client *c, const rowlock__errsave *s);
 
 /* ---- optfile.c ------------------------------------------------------------- */
 /* Find `key` in `group` of MySQL option files: only `defaults_file` if not
@@ -113,6 +147,51 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
  * text protocol; any result is discarded. */
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql);
 int rowlock__db_connect(rowlock_client *c);
+/* EUNSUPPORTED unless the connected server is MariaDB 10.6+. */
+int rowlock__db_server_check(rowlock_client *c, const char *what);
+
+/*
+ * Fault injection: compiled only with ROWLOCK_FAULT_INJECTION, which the
+ * installed library never has (CMake builds rowlock_fault_objects for the
+ * fault tests). Every statement starts with a tag comment, the text
+ * "rowlock:<tag>" between comment delimiters (claim, claim-cas, reenter, create, release,
+ * release-handoff, renew, row-read, row-read-shared, hint-wait, hint-drop,
+ * head-wait, queue-join, queue-forget, fu-begin, fu-lock-try, fu-lock-wait,
+ * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
+ * fu-probe, fu-wsrep, list-held, list-stale, force-release, reap-survey,
+ * reap-isolation, reap-delete, schema-version, schema-set-version,
+ * migrate-lock, migrate-unlock, migrate): tests, tools/handoff-profile and
+ * the processlist name statements by it.
+ *
+ * rowlock__fault_set(client, tag, nth, kind, value) arms a rule: the nth
+ * execution (1-based, counted from now; 0: every execution) of a statement
+ * with that tag on that client (NULL: any client)
+ *   ROWLOCK__FAULT_ERROR       fails without running, as if the server had
+ *                              returned MySQL error `value` (1205, 1213,
+ *                              2006, 2013, 1146, 1235, ...); a connection
+ *                              error also cuts the connection (the server
+ *                              ends the session, as on a network failure);
+ *   ROWLOCK__FAULT_STALL       runs after sleeping `value` ms;
+ *   ROWLOCK__FAULT_DROP_AFTER  runs, then the connection is cut before its
+ *                              result is read (the caller sees 2013).
+ * Returns 0, ROWLOCK_EINVALID (bad tag/kind) or ROWLOCK_ENOMEM (32 rules).
+ * rowlock__fault_clear(client) removes a client's rules (NULL: all rules);
+ * rowlock__fault_fired(client, tag) counts how often its rules fired.
+ * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
+ * error number, stall=MS or drop) arms rules for any client at the first
+ * statement, so a worker process can be driven from a script.
+ */
+typedef enum rowlock__fault_kind {
+    ROWLOCK__FAULT_ERROR = 1,
+    ROWLOCK__FAULT_STALL,
+    ROWLOCK__FAULT_DROP_AFTER
+} rowlock__fault_kind;
+#ifdef ROWLOCK_FAULT_INJECTION
+int rowlock__fault_set(const struct rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
+                       unsigned value);
+void rowlock__fault_clear(const struct rowlock_client *c);
+unsigned rowlock__fault_fired(const struct rowlock_client *c, const char *tag);
+#endif
 void rowlock__db_close(rowlock_client *c);
 void rowlock__db_drop_statements(rowlock_client *c);
 int rowlock__db_in_transaction(rowlock_client *c);
@@ -127,7 +206,7 @@ void rowlock__db_thread_end(void);
 
 /* ---- client.c -------------------------------------------------------------- */
 #define ROWLOCK__STMT_CACHE 48
-#define ROWLOCK__ERRMSG_MAX 512
+#define ROWLOCK__STRATEGY_SLOTS 8 /* strategy ids 0-7 */
 
 typedef struct rowlock__stmt {
     const char *tmpl;
@@ -159,18 +238,12 @@ struct rowlock_client {
     uint64_t stmt_clock;
     uint64_t rng;
 
-    /* for-update: the one transaction this client may hold open. */
-    char fu_name[ROWLOCK_NAME_MAX + 1];
-    unsigned int fu_count; /* acquisitions across handles; 0: no transaction */
-    uint64_t fu_token;
-    int wsrep_checked; /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
-    /* The waiter queue (lock.c): this session wrote a row in <table>_queue;
-     * and what the row holds, valid while queue_conn is the session's id. */
-    int queue_row;
-    unsigned long queue_conn;
-    int64_t queue_lease_ms;
-    int queue_strategy;
-    char queue_name[ROWLOCK_NAME_MAX + 1];
+    /* The strategies' private per-client state, by strategy id (strategy.c),
+     * and the lease module's (lease.c). */
+    void *strategy_state[ROWLOCK__STRATEGY_SLOTS];
+    void *lease;
+    /* Live lock handles (lock.c): orphaned when the client is freed. */
+    struct rowlock_lock *locks;
 
     /* The lease keeper (keeper.c): NULL until rowlock_keep() needs one. */
     struct rowlock__keeper *keeper;
@@ -182,13 +255,6 @@ struct rowlock_client {
     const char *init_command;
 };
 
-/* Set the client's message (printf-style); returns `code`. */
-int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-void rowlock__clear_error(rowlock_client *c);
 /* A new, unconnected client with c's settings, table and owner identity
  * (the keeper's connection renews as the same owner). */
 int rowlock__client_clone(rowlock_client **out, const rowlock_client *c);
@@ -214,22 +280,9 @@ struct rowlock_lock {
     int lost;            /* release/renew found it gone: sticky ENOTOWNER until
                             the next acquire */
     char shown[4 * ROWLOCK_NAME_MAX + 3]; /* the name quoted for messages */
-    char hint[40];       /* GET_LOCK name used as a wake-up hint (lock.c) */
-    size_t hint_len;
-    char qname[44];      /* GET_LOCK name held by the head of the waiter queue */
-    size_t qname_len;
-    int hint_held;       /* this session may hold the hint for this handle
-                            (0: it certainly does not) */
-    uint64_t version;    /* optimistic: the row's version as last seen by this
-                            handle (its own grant or release); 0 = unknown */
-    int strategy_seen;   /* a read or a grant showed the name's row is this strategy's: a
-                            later wait skips the explaining read (lock.c) */
-    int contended;       /* lease strategies: another session held or wanted
-                            the lock lately, so the release starts with the
-                            statement that can hand it over (strategy_insert.c) */
-    int handed_over;     /* our last release handed the lock to a waiter: the
-                            next waiting acquire queues without a claim that
-                            could only fail (lock.c) */
+    struct rowlock_lock *next, *prev; /* the client's live handles */
+    void *state;         /* the strategy's private state: ops->lock_state_size
+                            bytes, zeroed, allocated with the handle */
     /* The lease keeper (keeper.c). */
     int64_t lease_ms;        /* the lease of the current grant's acquire */
     int64_t grant_sent_us;   /* monotonic time the acquire call that made the current grant began */
@@ -242,12 +295,52 @@ struct rowlock_lock {
  * A strategy: a versioned table of functions, one file each. lock.c calls
  * them through thin wrappers that validate arguments first, so a strategy
  * sees only a handle with a valid name, a non-negative lease and a sane wait.
+ * Nothing outside a strategy's own file tests its id: what other files need
+ * to know is in `flags`.
+ *
+ * Adding a strategy (one new file plus one line in a list):
+ *   1. src/strategy_<name>.c: open with the comment every strategy file has
+ *      (SQL, round trips, a holder's crash, error mapping), and end with
+ *      `const rowlock__strategy_ops rowlock__strategy_<name> = {...}`.
+ *      Keep its state in its own structs (lock_state_size,
+ *      client_state_size); a lease-row strategy starts its per-lock state
+ *      with rowlock__lease_lock and uses lease.c's wait loop, release and
+ *      renew (see strategy_optimistic.c).
+ *   2. Add X(<name>) to ROWLOCK__STRATEGY_LIST below (the one list: names,
+ *      parsing, lookup by id all come from it).
+ *   3. Give it a public id in include/rowlock.h (enum rowlock_strategy; the
+ *      id is also the row's `strategy` column, so ids are never reused).
+ *   4. Add the file to ROWLOCK_SOURCES in CMakeLists.txt, and its name to
+ *      the behaviour suite's strategy list in tests/CMakeLists.txt.
  */
-#define ROWLOCK__STRATEGY_OPS_VERSION 1
+#define ROWLOCK__STRATEGY_OPS_VERSION 2
+enum {
+    ROWLOCK__S_LEASE_ROW = 1u << 0,   /* keeps owner/token/lease in its row: force
+                                         release and the reaper's list apply */
+    ROWLOCK__S_TRANSACTION = 1u << 1  /* holds a transaction open on the client's
+                                         connection while held (so may run inside
+                                         one; lease strategies refuse to) */
+};
 typedef struct rowlock__strategy_ops {
-    int version;              /* ROWLOCK__STRATEGY_OPS_VERSION */
-    rowlock_strategy id;
+    int version;              /* ROWLOCK__STRATEGY_OPS_VERSION: checked by lock.c */
+    rowlock_strategy id;      /* < ROWLOCK__STRATEGY_SLOTS */
     const char *name;
+    unsigned int flags;       /* ROWLOCK__S_* */
+    size_t lock_state_size;   /* bytes of l->state (0: none) */
+    size_t client_state_size; /* bytes of per-client state (0: none), see
+                                 rowlock__strategy_client_state() */
+    /* May be NULL. After a handle is made (l->state zeroed); non-zero fails
+     * rowlock_lock_new with that code. */
+    int (*lock_init)(rowlock_lock *l);
+    /* May be NULL. Before a handle is freed (after its releases). */
+    void (*lock_free)(rowlock_lock *l);
+    /* May be NULL. Before the client closes its connection and frees
+     * `state` (NULL if the client never used this strategy). */
+    void (*client_free)(rowlock_client *c, void *state);
+    /* May be NULL. The client's session ended (its connection closed, also
+     * before a reconnect): everything the session held (transactions, named
+     * locks) is gone. Must not run SQL. */
+    void (*session_ended)(rowlock_client *c, void *state);
     /* Must provide. On 0: set l->token; lock.c counts l->held. */
     int (*acquire)(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
     /* Must provide. Called only when l->held > 0. */
@@ -256,15 +349,33 @@ typedef struct rowlock__strategy_ops {
     int (*renew)(rowlock_lock *l, int64_t lease_ms);
     /* May be NULL: then the row as read is the answer. Called by
      * rowlock_inspect() with `info` already filled from the row, when the
-     * row belongs to this strategy, to add what the row cannot show. */
+     * row belongs to this strategy, to add what the row cannot show. `l` may
+     * be a handle of another strategy. */
     int (*inspect)(rowlock_lock *l, rowlock_info *info);
 } rowlock__strategy_ops;
 
-extern const rowlock__strategy_ops rowlock__strategy_insert;
-extern const rowlock__strategy_ops rowlock__strategy_for_update;
-extern const rowlock__strategy_ops rowlock__strategy_optimistic;
+/* The one list of strategies, in the order tools list them. */
+#define ROWLOCK__STRATEGY_LIST(X) X(insert) X(for_update) X(optimistic)
+#define X(n) extern const rowlock__strategy_ops rowlock__strategy_##n;
+ROWLOCK__STRATEGY_LIST(X)
+#undef X
 
-/* Shared row helpers (lock.c). */
+/* ---- strategy.c: the table, per-client state ------------------------------- */
+const rowlock__strategy_ops *rowlock__strategy_find(rowlock_strategy id); /* NULL: unknown */
+const rowlock__strategy_ops *rowlock__strategy_at(size_t i);              /* NULL past the end */
+/* This client's state for `ops` (NULL if it never made such a handle). */
+void *rowlock__strategy_client_state(rowlock_client *c, const rowlock__strategy_ops *ops);
+int rowlock__strategy_client_attach(rowlock_client *c, const rowlock__strategy_ops *ops);
+void rowlock__strategy_client_free(rowlock_client *c);
+/* The client's session ended (db.c, on close): calls ops->session_ended. */
+void rowlock__strategy_session_ended(rowlock_client *c);
+
+/* ---- row.c: reading a row, explaining a refusal ------------------------------ */
+/* Versioned rowlock_info for callers: 0 if the caller's version is known
+ * (any version >= 1), else ROWLOCK_EINVALID; copy_out fills the fields of
+ * dst->version from a full struct and keeps dst->version. */
+int rowlock__info_check(unsigned int version);
+void rowlock__info_copy_out(rowlock_info *dst, const rowlock_info *src);
 int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info);
 /* The same as a locking read (LOCK IN SHARE MODE, waiting up to lock_wait_ms
  * for a writer of the row to commit). */
@@ -272,6 +383,13 @@ int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_le
                              rowlock_info *info);
 /* After a failed grant: explain why, as EBUSY or EINVALID (other strategy). */
 int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
+/* The same; *free_row (may be NULL) is set when the row was free or its
+ * lease had ended (the claim lost only to the hint gate or to a race). */
+int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_row);
+/* After a release/renew matched no row: ENOTOWNER naming what happened. */
+int rowlock__explain_lost(rowlock_lock *l, const char *what);
+
+/* ---- lease.c: the lease protocol (hint, waiter queue, wait loop, release) ---- */
 /* The lease strategies' wait loop (they use the wake-up hint): calls
  * `attempt` until it returns something other than ROWLOCK_EBUSY or the
  * deadline passes, queueing on the hint between attempts. */
@@ -283,23 +401,49 @@ int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want);
                                    durable before we report it) */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags));
+/* The per-lock state of a lease strategy starts with this (lease.c's only). */
+typedef struct rowlock__lease_lock {
+    char hint[40];       /* GET_LOCK name used as a wake-up hint */
+    size_t hint_len;
+    char qname[44];      /* GET_LOCK name held by the head of the waiter queue */
+    size_t qname_len;
+    int hint_held;       /* this session may hold the hint for this handle
+                            (0: it certainly does not) */
+    int strategy_seen;   /* a read or a grant showed the name's row is this strategy's: a
+                            later wait skips the explaining read */
+    int contended;       /* another session held or wanted the lock lately, so
+                            the release starts with the statement that can
+                            hand it over */
+    int handed_over;     /* our last release handed the lock to a waiter: the
+                            next waiting acquire queues without a claim that
+                            could only fail */
+} rowlock__lease_lock;
+#define ROWLOCK__LEASE(l) ((rowlock__lease_lock *)(l)->state)
+/* Hooks for a lease strategy's table. */
+int rowlock__lease_lock_init(rowlock_lock *l);
+void rowlock__lease_lock_free(rowlock_lock *l);
+void rowlock__lease_client_free(rowlock_client *c, void *state);
 /* Take the wake-up hint after a grant whose statement could not (a new row). */
 void rowlock__hint_take(rowlock_lock *l);
 /* Let the hint go after a release that handed the lock over (its statement
  * kept the hint so the waiter wakes only once the hand-off is durable). */
 void rowlock__hint_release(rowlock_lock *l);
-/* Delete this session's row of the waiter queue (client free). */
-void rowlock__queue_forget(rowlock_client *c);
+/* Release and renew of a lease row (insert and optimistic). */
+int rowlock__lease_release(rowlock_lock *l);
+int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms);
 /*
  * SQL pieces for the wake-up hint inside claim and release statements
- * (lock.c explains the hint). HINT_TRY is true when this session holds or
+ * (lease.c explains the hint). HINT_TRY is true when this session holds or
  * gets the hint, or the ungated flag is set; params: hint, hint, ungated. HINT_FREE frees it and is
  * always 0; params: hint.
  */
 #define ROWLOCK__HINT_TRY "(IS_USED_LOCK(?) <=> CONNECTION_ID() OR GET_LOCK(?, 0) = 1 OR ?)"
 #define ROWLOCK__HINT_FREE "0 * IFNULL(RELEASE_LOCK(?), 0)"
-#define RL_HINT_TRY(l, flags) \
-    RL_STR((l)->hint, (l)->hint_len), RL_STR((l)->hint, (l)->hint_len), RL_I64(((flags) & ROWLOCK__TRY_UNGATED) ? 1 : 0)
+/* A lease row nobody holds: free, or its lease ended by the server clock. */
+#define ROWLOCK__SQL_FREE_ROW "(owner IS NULL OR expires_at <= UTC_TIMESTAMP(6))"
+#define RL_HINT_TRY(l, flags)                                                        \
+    RL_STR(ROWLOCK__LEASE(l)->hint, ROWLOCK__LEASE(l)->hint_len),                       \
+        RL_STR(ROWLOCK__LEASE(l)->hint, ROWLOCK__LEASE(l)->hint_len), RL_I64(((flags) & ROWLOCK__TRY_UNGATED) ? 1 : 0)
 /*
  * A new fencing token: the later of the table's sequence and the server's
  * UTC clock in microseconds. The sequence alone is not enough: its cached
@@ -340,10 +484,4 @@ void rowlock__keeper_free(rowlock_client *c);
  * without any SQL and without touching k's error state (lock.c). */
 rowlock_lock *rowlock__lock_shadow(const rowlock_lock *l, rowlock_client *k);
 void rowlock__lock_shadow_free(rowlock_lock *shadow);
-
-/* Lease rows (insert and optimistic share them; strategy_insert.c). */
-int rowlock__lease_release(rowlock_lock *l);
-int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms);
-/* After a release/renew matched no row: ENOTOWNER naming what happened. */
-int rowlock__explain_lost(rowlock_lock *l, const char *what);
 #endif

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char SQL_VERSION[] = "SELECT version FROM rowlock_schema WHERE lock_table = ?";
+static const char SQL_VERSION[] = "/* rowlock:schema-version */ SELECT version FROM rowlock_schema WHERE lock_table = ?";
 static const char SQL_SET_VERSION[] =
-    "INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6)) "
+    "/* rowlock:schema-set-version */ INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6)) "
     "ON DUPLICATE KEY UPDATE version = VALUES(version), applied_at = VALUES(applied_at)";
 /* Serialises concurrent migrators of one table; released on commit of the
  * last step or when the connection ends. */
-static const char SQL_MIGRATE_LOCK[] = "SELECT GET_LOCK(?, 60)";
-static const char SQL_MIGRATE_UNLOCK[] = "SELECT RELEASE_LOCK(?)";
+static const char SQL_MIGRATE_LOCK[] = "/* rowlock:migrate-lock */ SELECT GET_LOCK(?, 60)";
+static const char SQL_MIGRATE_UNLOCK[] = "/* rowlock:migrate-unlock */ SELECT RELEASE_LOCK(?)";
 
 ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
 {
@@ -67,7 +67,8 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m)
     char *text = strdup(m->sql);
     if (!text)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "migrate: out of memory");
-    size_t cap = strlen(text) + 1, n = 0;
+    static const char tag[] = "/* rowlock:migrate */ ";
+    size_t cap = strlen(text) + sizeof tag, n = sizeof tag - 1;
     char *stmt = malloc(cap);
     if (!stmt) {
         free(text);
@@ -75,6 +76,7 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m)
     }
     int rc = 0;
     char *save = NULL;
+    memcpy(stmt, tag, sizeof tag - 1);
     for (char *line = strtok_r(text, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
         const char *t = line;
         while (*t == ' ' || *t == '\t')
@@ -92,7 +94,7 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m)
             char what[96];
             snprintf(what, sizeof what, "migrate %s", m->file);
             rc = rowlock__db_simple(c, what, stmt);
-            n = 0;
+            n = sizeof tag - 1;
         }
     }
     free(stmt);
@@ -148,12 +150,12 @@ out:
         *to = found;
     {
         /* Keep the migration's error, not the unlock's. */
-        char keep[ROWLOCK__ERRMSG_MAX];
-        memcpy(keep, c->errmsg, sizeof keep);
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
         rowlock__col ign = { .type = ROWLOCK__T_I64 };
         (void)rowlock__db_exec(c, "migrate: unlock", SQL_MIGRATE_UNLOCK, 0, &pl, 1, &ign, 1, NULL, NULL, NULL);
         if (rc)
-            memcpy(c->errmsg, keep, sizeof keep);
+            rowlock__error_restore(c, &keep);
     }
     return rc;
 }

@@ -42,24 +42,45 @@
 #define FU_TOKEN \
     "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', SYSDATE(6)))"
 static const char LOCK_TRY[] =
-    "SET STATEMENT time_zone='+00:00' FOR "
+    "/* rowlock:fu-lock-try */ SET STATEMENT time_zone='+00:00' FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE NOWAIT";
 static const char LOCK_WAIT[] =
-    "SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:fu-lock-wait */ SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char LOCK_FOREVER[] =
-    "SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
+    "/* rowlock:fu-lock-forever */ SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
 static const char CREATE_ROW[] =
-    "INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
+    "/* rowlock:fu-create-row */ INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
 /* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
-static const char PROBE[] = "SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
-static const char WSREP[] = "SELECT @@global.wsrep_on";
+static const char PROBE[] = "/* rowlock:fu-probe */ SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
+static const char WSREP[] = "/* rowlock:fu-wsrep */ SELECT @@global.wsrep_on";
+
+/* Per-client state: the one transaction this client may hold open. */
+typedef struct fu_client {
+    char name[ROWLOCK_NAME_MAX + 1];
+    unsigned int count; /* acquisitions across handles; 0: no transaction */
+    uint64_t token;
+    int wsrep_checked;  /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
+} fu_client;
+#define FU(c) ((fu_client *)rowlock__strategy_client_state((c), &rowlock__strategy_for_update))
+
+/* The session ended: its transaction (and the lock) with it; the next one
+ * may be on another server. */
+static void fu_session_ended(rowlock_client *c, void *state)
+{
+    (void)c;
+    fu_client *f = state;
+    f->count = 0;
+    f->name[0] = '\0';
+    f->wsrep_checked = 0;
+}
 
 static int check_cluster(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
-    if (c->wsrep_checked == 0) {
+    fu_client *f = FU(c);
+    if (f->wsrep_checked == 0) {
         rowlock__col col = { .type = ROWLOCK__T_I64 };
         rowlock__res res;
         int rc = rowlock__db_exec(c, "acquire (for-update): cluster check", WSREP, 0, NULL, 0, &col, 1, NULL, NULL,
@@ -68,9 +89,9 @@ static int check_cluster(rowlock_lock *l)
             col.i = 0;
         else if (rc)
             return rc;
-        c->wsrep_checked = col.i ? 2 : 1;
+        f->wsrep_checked = col.i ? 2 : 1;
     }
-    if (c->wsrep_checked == 2 && !(c->flags & ROWLOCK_CLIENT_SINGLE_NODE))
+    if (f->wsrep_checked == 2 && !(c->flags & ROWLOCK_CLIENT_SINGLE_NODE))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "acquire %s (for-update): the server is a Galera cluster node (wsrep_on=ON), where "
                              "SELECT ... FOR UPDATE locks one node only; use the insert or optimistic strategy, or "
@@ -81,12 +102,10 @@ static int check_cluster(rowlock_lock *l)
 
 static int rollback(rowlock_client *c)
 {
-    char keep[ROWLOCK__ERRMSG_MAX];
-    unsigned int e = c->db_errno;
-    memcpy(keep, c->errmsg, sizeof keep);
-    (void)rowlock__db_simple(c, "rollback", "ROLLBACK");
-    memcpy(c->errmsg, keep, sizeof keep);
-    c->db_errno = e;
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    (void)rowlock__db_simple(c, "rollback", "/* rowlock:fu-rollback */ ROLLBACK");
+    rowlock__error_restore(c, &keep);
     return 0;
 }
 
@@ -94,16 +113,17 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
     (void)lease_ms;
     rowlock_client *c = l->client;
-    if (c->fu_count > 0) {
-        if (strcmp(c->fu_name, l->name) == 0) {
-            c->fu_count++; /* re-entry: the transaction already holds the row */
-            l->token = c->fu_token;
+    fu_client *f = FU(c);
+    if (f->count > 0) {
+        if (strcmp(f->name, l->name) == 0) {
+            f->count++; /* re-entry: the transaction already holds the row */
+            l->token = f->token;
             return 0;
         }
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "acquire %s (for-update): this client already holds for-update lock '%.60s' in its "
                              "transaction; use another client for a second for-update lock",
-                             l->shown, c->fu_name);
+                             l->shown, f->name);
     }
     int rc = check_cluster(l);
     if (rc)
@@ -116,7 +136,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 
     const int64_t start = rowlock__now_us();
     for (int created = 0;; created = 1) {
-        if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "START TRANSACTION")))
+        if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))
             return rc;
         const char *sql = LOCK_FOREVER;
         long variant = 0;
@@ -150,10 +170,10 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
             return rowlock__explain_busy(l, ROWLOCK_STRATEGY_FOR_UPDATE);
         }
         if (res.rows == 1) {
-            c->fu_count = 1;
-            memcpy(c->fu_name, l->name, l->name_len + 1);
-            c->fu_token = cols[1].u;
-            l->token = c->fu_token;
+            f->count = 1;
+            memcpy(f->name, l->name, l->name_len + 1);
+            f->token = cols[1].u;
+            l->token = f->token;
             return 0;
         }
         /* No row yet: create it outside the transaction (a SELECT ... FOR
@@ -171,8 +191,9 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 static int lost(rowlock_lock *l, const char *what)
 {
     rowlock_client *c = l->client;
-    c->fu_count = 0;
-    c->fu_name[0] = '\0';
+    fu_client *f = FU(c);
+    f->count = 0;
+    f->name[0] = '\0';
     return rowlock__fail(c, ROWLOCK_ENOTOWNER,
                          "%s %s (for-update): not the owner any more: the transaction holding it ended "
                          "(connection lost, or the application committed or rolled back)",
@@ -189,7 +210,8 @@ static int session_lost(rowlock_client *c, int rc)
 static int fu_alive(rowlock_lock *l, const char *what)
 {
     rowlock_client *c = l->client;
-    if (c->fu_count == 0 || strcmp(c->fu_name, l->name) != 0 || !c->connected || !rowlock__db_in_transaction(c))
+    fu_client *f = FU(c);
+    if (f->count == 0 || strcmp(f->name, l->name) != 0 || !c->connected || !rowlock__db_in_transaction(c))
         return lost(l, what);
     return 0;
 }
@@ -197,18 +219,19 @@ static int fu_alive(rowlock_lock *l, const char *what)
 static int fu_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
+    fu_client *f = FU(c);
     int rc = fu_alive(l, "release");
     if (rc)
         return rc;
-    if (c->fu_count > 1) {
-        c->fu_count--;
+    if (f->count > 1) {
+        f->count--;
         return 0;
     }
-    rc = rowlock__db_simple(c, "release (for-update)", "COMMIT");
+    rc = rowlock__db_simple(c, "release (for-update)", "/* rowlock:fu-commit */ COMMIT");
     if (session_lost(c, rc))
         return lost(l, "release");
-    c->fu_count = 0;
-    c->fu_name[0] = '\0';
+    f->count = 0;
+    f->name[0] = '\0';
     return rc;
 }
 
@@ -218,7 +241,7 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
     int rc = fu_alive(l, "renew");
     if (rc)
         return rc;
-    rc = rowlock__db_simple(l->client, "renew (for-update)", "DO 1");
+    rc = rowlock__db_simple(l->client, "renew (for-update)", "/* rowlock:fu-renew */ DO 1");
     if (session_lost(l->client, rc))
         return lost(l, "renew");
     return rc ? rc : fu_alive(l, "renew");
@@ -228,11 +251,12 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
 static int fu_inspect(rowlock_lock *l, rowlock_info *info)
 {
     rowlock_client *c = l->client;
+    fu_client *f = FU(c); /* NULL: this client never made a for-update handle */
     int rc;
-    if (c->fu_count > 0 && strcmp(c->fu_name, l->name) == 0) {
+    if (f && f->count > 0 && strcmp(f->name, l->name) == 0) {
         info->held = 1;
-        info->count = c->fu_count;
-        info->token = c->fu_token;
+        info->count = f->count;
+        info->token = f->token;
         rowlock__strlcpy(info->owner, c->owner, sizeof info->owner);
         return 0;
     }
@@ -253,6 +277,14 @@ static int fu_inspect(rowlock_lock *l, rowlock_info *info)
 }
 
 const rowlock__strategy_ops rowlock__strategy_for_update = {
-    ROWLOCK__STRATEGY_OPS_VERSION, ROWLOCK_STRATEGY_FOR_UPDATE, "for-update",
-    fu_acquire, fu_release, fu_renew, fu_inspect,
+    .version = ROWLOCK__STRATEGY_OPS_VERSION,
+    .id = ROWLOCK_STRATEGY_FOR_UPDATE,
+    .name = "for-update",
+    .flags = ROWLOCK__S_TRANSACTION,
+    .client_state_size = sizeof(fu_client),
+    .session_ended = fu_session_ended,
+    .acquire = fu_acquire,
+    .release = fu_release,
+    .renew = fu_renew,
+    .inspect = fu_inspect,
 };

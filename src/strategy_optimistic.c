@@ -5,7 +5,7 @@
  * the version is still the one the claimer saw (and, re-checked by the server
  * in the same statement, the row is free or its lease ended): exactly one of
  * several concurrent claimers changes the row; the others see 0 rows changed
- * and wait (lock.c). The new version is GREATEST(version + 1, a new token)
+ * and wait (lease.c). The new version is GREATEST(version + 1, a new token)
  * (rowlock_int.h), so it also keeps increasing after the reaper deletes the
  * row: it is the fencing token.
  *
@@ -13,18 +13,18 @@
  *   acquire  1 round trip when the handle knows the row's version (it saw
  *            it at its own last grant or release, which leaves the version
  *            as it was): CLAIM with that version. Otherwise, or when the
- *            version moved, 2: a locking row read (lock.c), then CLAIM (free
+ *            version moved, 2: a locking row read (row.c), then CLAIM (free
  *            or expired row), REENTER (our own live row) or CREATE (no row
  *            yet; + 1 to take the hint). The read is LOCK IN SHARE MODE for
  *            one statement: a waiter woken by a release's hint waits the few
  *            microseconds until that release commits instead of reading the
  *            row as it was before it. CLAIM takes the wake-up hint in the
- *            same statement (ROWLOCK__HINT_TRY; lock.c).
+ *            same statement (ROWLOCK__HINT_TRY; lease.c).
  *   release  1 round trip (lease row, shared with insert: LEASE_RELEASE; it
  *            hands the lock to the head of the waiter queue, with a new
  *            version, or frees it and the hint). A hand-off takes one more
  *            round trip, after the commit, to let the hint go; the waiter is
- *            then granted by one read (lock.c).
+ *            then granted by one read (lease.c).
  *   renew    1 round trip (LEASE_RENEW).
  * Holder crash: as insert — the lease ends, the next claim takes the row.
  * Errors: a duplicate key on CREATE (another creator won) and 1205/1213
@@ -37,25 +37,33 @@
 /* Params: owner, lease µs, name, version seen, RL_HINT_TRY. The hint is
  * tried last, only on the row that matched the rest. */
 static const char CLAIM[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:claim-cas */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND token = ? AND strategy = 3 AND (owner IS NULL OR expires_at <= UTC_TIMESTAMP(6)) AND "
+    "WHERE name = ? AND token = ? AND strategy = 3 AND " ROWLOCK__SQL_FREE_ROW " AND "
     ROWLOCK__HINT_TRY;
 
 /* Params: re-entry increment (1; 0 with ROWLOCK__TRY_HANDED: a release
  * handed our owner the row, and this write makes that durable), lease µs,
  * name, version, owner. */
 static const char REENTER[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:reenter */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET count = count + ?, expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND token = ? AND owner = ? AND strategy = 3 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: name, owner, lease µs. */
 static const char CREATE[] =
-    "SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "/* rowlock:create */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 3, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+
+/* Per-lock state: the lease module's, then the version. */
+typedef struct optimistic_lock {
+    rowlock__lease_lock lease;
+    uint64_t version; /* the row's version as last seen by this handle (its
+                         own grant or release); 0 = unknown */
+} optimistic_lock;
+#define ST(l) ((optimistic_lock *)(l)->state)
 
 static int claim(rowlock_lock *l, int64_t lease_ms, long waits, unsigned flags, uint64_t version)
 {
@@ -68,7 +76,7 @@ static int claim(rowlock_lock *l, int64_t lease_ms, long waits, unsigned flags, 
         return rc;
     if (res.affected != 1)
         return ROWLOCK_EBUSY; /* the version moved, the row is taken, or the hint's waiter is first */
-    l->token = l->version = res.insert_id;
+    l->token = ST(l)->version = res.insert_id;
     return 0;
 }
 
@@ -77,11 +85,11 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
     rowlock_client *c = l->client;
     long waits = remaining_ms == 0 ? 0 : 1000;
     int rc;
-    if (l->version != 0 && l->held == 0) {
+    if (ST(l)->version != 0 && l->held == 0) {
         /* The version this handle left at its own release: if nobody took
          * the lock since, one statement claims it. */
-        uint64_t v = l->version;
-        l->version = 0;
+        uint64_t v = ST(l)->version;
+        ST(l)->version = 0;
         rc = claim(l, lease_ms, waits, flags, v);
         if (rc != ROWLOCK_EBUSY)
             return rc;
@@ -99,7 +107,7 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
             return ROWLOCK_EBUSY; /* another creator won the race */
         if (rc)
             return rc;
-        l->token = l->version = res.insert_id;
+        l->token = ST(l)->version = res.insert_id;
         rowlock__hint_take(l); /* a new row: its INSERT took no hint */
         return 0;
     }
@@ -113,7 +121,7 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
             return rc;
         if (res.affected != 1)
             return ROWLOCK_EBUSY;
-        l->token = l->version = row.token;
+        l->token = ST(l)->version = row.token;
         return 0;
     }
     if (row.held)
@@ -123,10 +131,30 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
 
 static int optimistic_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
-    return rowlock__wait_loop(l, wait_ms, lease_ms, optimistic_attempt);
+    int rc = rowlock__wait_loop(l, wait_ms, lease_ms, optimistic_attempt);
+    if (rc == 0)
+        ST(l)->version = l->token; /* also for a grant handed over by a release */
+    return rc;
+}
+
+static int optimistic_release(rowlock_lock *l)
+{
+    int rc = rowlock__lease_release(l);
+    if (rc == ROWLOCK_ENOTOWNER)
+        ST(l)->version = 0;
+    return rc;
 }
 
 const rowlock__strategy_ops rowlock__strategy_optimistic = {
-    ROWLOCK__STRATEGY_OPS_VERSION, ROWLOCK_STRATEGY_OPTIMISTIC, "optimistic",
-    optimistic_acquire, rowlock__lease_release, rowlock__lease_renew, NULL,
+    .version = ROWLOCK__STRATEGY_OPS_VERSION,
+    .id = ROWLOCK_STRATEGY_OPTIMISTIC,
+    .name = "optimistic",
+    .flags = ROWLOCK__S_LEASE_ROW,
+    .lock_state_size = sizeof(optimistic_lock),
+    .lock_init = rowlock__lease_lock_init,
+    .lock_free = rowlock__lease_lock_free,
+    .client_free = rowlock__lease_client_free,
+    .acquire = optimistic_acquire,
+    .release = optimistic_release,
+    .renew = rowlock__lease_renew,
 };

@@ -164,29 +164,14 @@ ROWLOCK_EXTERN int rowlock_name_check(const char *name, const char **why)
     return reason ? ROWLOCK_EINVALID : 0;
 }
 
-ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s)
+const char *rowlock__server_check(const char *info, unsigned long version)
 {
-    switch (s) {
-    case ROWLOCK_STRATEGY_INSERT: return "insert";
-    case ROWLOCK_STRATEGY_FOR_UPDATE: return "for-update";
-    case ROWLOCK_STRATEGY_OPTIMISTIC: return "optimistic";
-    }
+    if (info == NULL || strstr(info, "MariaDB") == NULL)
+        return "the server is not MariaDB (MySQL lacks SET STATEMENT, sequences and max_statement_time, which "
+               "rowlock uses)";
+    if (version < 100600)
+        return "the server is older than MariaDB 10.6";
     return NULL;
-}
-
-ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name)
-{
-    static const rowlock_strategy all[] = { ROWLOCK_STRATEGY_INSERT, ROWLOCK_STRATEGY_FOR_UPDATE,
-                                            ROWLOCK_STRATEGY_OPTIMISTIC };
-    if (out == NULL || name == NULL)
-        return ROWLOCK_EINVALID;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (strcmp(name, rowlock_strategy_name(all[i])) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    }
-    return ROWLOCK_EINVALID;
 }
 
 ROWLOCK_EXTERN const char *rowlock_version(void)

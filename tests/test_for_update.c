@@ -196,15 +196,12 @@ static tu_pipe holder_pipe, waiter_pipe;
 static int holder(void *arg, int mode)
 {
     kill_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     int rc;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, mode == 0 ? "fu-kill" : "fu-crash", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, mode == 0 ? "fu-kill" : "fu-crash", S, &c, &l);
+    if (setup)
+        return setup;
     rc = rowlock_acquire(l, 0, 0);
     if (rc != 0) {
         fprintf(stderr, "holder: %s: %s\n", rowlock_error_name(rc), rowlock_client_errmsg(c));
@@ -221,16 +218,13 @@ static int holder(void *arg, int mode)
 static int waiter(void *arg, int idx)
 {
     kill_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     int rc;
     (void)idx;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, "fu-kill", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, "fu-kill", S, &c, &l);
+    if (setup)
+        return setup;
     tu_signal(&waiter_pipe, 'W');
     rc = rowlock_acquire(l, ROWLOCK_WAIT_FOREVER, 0);
     sh->t_acquired = tu_now_us();

@@ -193,14 +193,11 @@ static tu_pipe race_ready, race_go, race_done, race_end;
 static int racer(void *arg, int idx)
 {
     race_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
-    if (c == NULL)
-        return 10;
-    lo.strategy = sh->s[idx];
-    if (rowlock_lock_new(&l, c, sh->name, &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, sh->name, sh->s[idx], &c, &l);
+    if (setup)
+        return setup;
     tu_signal(&race_ready, 'R');
     if (tu_await(&race_go, 60000) != 'G')
         return 12;

@@ -413,6 +413,70 @@ static void test_strategy__unknown_values_are_refused(void **state)
     assert_null(rowlock_strategy_name((rowlock_strategy)-1));
 }
 
+/* The strategy table is the one list: every entry is complete, ids and
+ * names are unique, and ids fit the per-client state slots. */
+static void test_strategy__table_entries_are_complete_and_unique(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    for (const rowlock__strategy_ops *o; (o = rowlock__strategy_at(n)) != NULL; n++) {
+        assert_int_equal(o->version, ROWLOCK__STRATEGY_OPS_VERSION);
+        assert_true((unsigned)o->id > 0 && (unsigned)o->id < ROWLOCK__STRATEGY_SLOTS);
+        assert_non_null(o->name);
+        assert_non_null(o->acquire);
+        assert_non_null(o->release);
+        assert_non_null(o->renew);
+        assert_ptr_equal(rowlock__strategy_find(o->id), o);
+        assert_string_equal(rowlock_strategy_name(o->id), o->name);
+        rowlock_strategy parsed = (rowlock_strategy)0;
+        assert_int_equal(rowlock_strategy_parse(&parsed, o->name), 0);
+        assert_int_equal(parsed, o->id);
+        /* A lease strategy's per-lock state starts with the lease module's. */
+        if (o->flags & ROWLOCK__S_LEASE_ROW)
+            assert_true(o->lock_state_size >= sizeof(rowlock__lease_lock));
+        for (size_t j = 0; j < n; j++) {
+            assert_int_not_equal(rowlock__strategy_at(j)->id, o->id);
+            assert_string_not_equal(rowlock__strategy_at(j)->name, o->name);
+        }
+    }
+    assert_int_equal(n, 3);
+}
+
+static void test_server_check__accepts_mariadb_10_6_and_later_only(void **state)
+{
+    (void)state;
+    assert_null(rowlock__server_check("10.11.19-MariaDB-0+deb12u1", 101119));
+    assert_null(rowlock__server_check("10.6.0-MariaDB", 100600));
+    assert_null(rowlock__server_check("11.4.2-MariaDB-log", 110402));
+    assert_non_null(rowlock__server_check("10.5.24-MariaDB", 100524));
+    assert_non_null(rowlock__server_check("8.0.36", 80036));
+    assert_non_null(rowlock__server_check("8.4.0-0ubuntu0.24.04.1", 80400));
+    assert_non_null(rowlock__server_check(NULL, 0));
+    assert_non_null(strstr(rowlock__server_check("8.0.36", 80036), "not MariaDB"));
+}
+
+/* A handle that outlives its client is an orphan: calls on it say
+ * EINVALID instead of touching freed memory (ASan checks the "instead"). */
+static void test_lock__a_handle_that_outlives_its_client_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *c = NULL;
+    rowlock_lock *l = NULL, *l2 = NULL;
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    assert_int_equal(rowlock_lock_new(&l, c, "orphan", NULL), 0);
+    assert_int_equal(rowlock_lock_new(&l2, c, "freed-first", NULL), 0);
+    rowlock_lock_free(l2);
+    rowlock_client_free(c);
+    assert_int_equal(rowlock_acquire(l, 0, 0), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_release(l), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_renew(l, 0), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_inspect(l, &info), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_string_equal(rowlock_lock_name(l), "orphan");
+    rowlock_lock_free(l);
+}
+
 /* ---- error table (no server needed) -------------------------------------------------------------- */
 
 static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
@@ -462,6 +526,9 @@ int main(void)
         cmocka_unit_test(test_lock_new__refuses_bad_names_without_a_server),
         cmocka_unit_test(test_strategy__parse_and_name_round_trip),
         cmocka_unit_test(test_strategy__unknown_values_are_refused),
+        cmocka_unit_test(test_strategy__table_entries_are_complete_and_unique),
+        cmocka_unit_test(test_server_check__accepts_mariadb_10_6_and_later_only),
+        cmocka_unit_test(test_lock__a_handle_that_outlives_its_client_is_refused),
         cmocka_unit_test(test_errors__every_code_has_a_name_and_a_sentence),
     };
     return cmocka_run_group_tests_name("unit", tests, NULL, NULL);

@@ -69,8 +69,9 @@ static void assert_value(const char *rel, const char *key, const char *want)
 static void assert_absent(const char *rel, const char *key)
 {
     char out[16] = "untouched";
-    assert_int_equal(get(rel, key, out, sizeof(out)), 0);
-    assert_string_equal(out, "untouched");
+    int rc = get(rel, key, out, sizeof(out));
+    if (rc != 0 || strcmp(out, "untouched") != 0)
+        fail_msg("%s: key %s: rc %d, out \"%s\", want absent", rel, key, rc, out);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -98,189 +99,198 @@ static int teardown_dir(void **state)
 
 /* ---- syntax -------------------------------------------------------------- */
 
-static void test_optfile__reads_key_only_in_requested_group(void **state)
-{
-    (void)state;
-    put("groups.cnf", "[client]\n"
-                      "table=from_client\n"
-                      "[" G "]\n"
-                      "table=mine\n"
-                      "other=x\n"
-                      "[" G "_more]\n"
-                      "only_elsewhere=y\n");
-    assert_value("groups.cnf", "table", "mine");
-    assert_value("groups.cnf", "other", "x");
-    assert_absent("groups.cnf", "only_elsewhere");
-    assert_absent("groups.cnf", "missing");
-}
 
-static void test_optfile__group_names_are_case_sensitive_and_may_have_spaces(void **state)
-{
-    (void)state;
-    put("case.cnf", "[ROWLOCK_TEST_GROUP]\n"
-                    "upper=1\n"
-                    "  [  " G "  ]   # a comment after the header\n"
-                    "spaced=2\n");
-    assert_absent("case.cnf", "upper");
-    assert_value("case.cnf", "spaced", "2");
-}
 
-static void test_optfile__options_before_any_group_are_ignored(void **state)
-{
-    (void)state;
-    put("nogroup.cnf", "table=orphan\n"
-                       "[" G "]\n"
-                       "other=1\n");
-    assert_absent("nogroup.cnf", "table");
-    assert_value("nogroup.cnf", "other", "1");
-}
 
-static void test_optfile__last_occurrence_wins_within_and_across_groups(void **state)
-{
-    (void)state;
-    put("last.cnf", "[" G "]\n"
-                    "table=first\n"
-                    "table=second\n"
-                    "[client]\n"
-                    "table=not_mine\n"
-                    "[" G "]\n"
-                    "table=third\n"
-                    "[mysqld]\n"
-                    "table=not_mine_either\n");
-    assert_value("last.cnf", "table", "third");
-}
 
-static void test_optfile__dash_and_underscore_are_equivalent_in_keys(void **state)
-{
-    (void)state;
-    put("dash.cnf", "[" G "]\n"
-                    "lock-table=a\n"
-                    "other_key=b\n"
-                    "mixed-key_name=c\n"
-                    "override_me=1\n"
-                    "override-me=2\n");
-    assert_value("dash.cnf", "lock_table", "a");
-    assert_value("dash.cnf", "lock-table", "a");
-    assert_value("dash.cnf", "other-key", "b");
-    assert_value("dash.cnf", "mixed_key-name", "c");
-    assert_value("dash.cnf", "override_me", "2");
-    /* Only - and _ are equivalent: keys stay case-sensitive. */
-    assert_absent("dash.cnf", "LOCK_TABLE");
-    assert_absent("dash.cnf", "lock");
-    assert_absent("dash.cnf", "lock_table_x");
-}
 
-static void test_optfile__spaces_around_equals_and_value_are_trimmed(void **state)
-{
-    (void)state;
-    put("spaces.cnf", "[" G "]\n"
-                      "  a = 1  \n"
-                      "\tb\t=\tvalue with inner spaces\t\n"
-                      "c=\n"
-                      "d =   \n");
-    assert_value("spaces.cnf", "a", "1");
-    assert_value("spaces.cnf", "b", "value with inner spaces");
-    assert_value("spaces.cnf", "c", "");
-    assert_value("spaces.cnf", "d", "");
-}
 
-static void test_optfile__quotes_are_stripped_only_when_matching(void **state)
-{
-    (void)state;
-    put("quotes.cnf", "[" G "]\n"
-                      "dq=\"double quoted\"\n"
-                      "sq='single quoted'\n"
-                      "keep_inner=\"  spaces kept  \"\n"
-                      "empty_dq=\"\"\n"
-                      "mismatch=\"abc'\n"
-                      "lone=\"\n"
-                      "partial=\"abc\" def\n"
-                      "inner=ab\"cd\"\n");
-    assert_value("quotes.cnf", "dq", "double quoted");
-    assert_value("quotes.cnf", "sq", "single quoted");
-    assert_value("quotes.cnf", "keep_inner", "  spaces kept  ");
-    assert_value("quotes.cnf", "empty_dq", "");
-    assert_value("quotes.cnf", "mismatch", "\"abc'");
-    assert_value("quotes.cnf", "lone", "\"");
-    assert_value("quotes.cnf", "partial", "\"abc\" def");
-    assert_value("quotes.cnf", "inner", "ab\"cd\"");
-}
 
-static void test_optfile__escapes_are_decoded_in_and_out_of_quotes(void **state)
-{
-    (void)state;
-    put("esc.cnf", "[" G "]\n"
-                   "dq=\"a\\nb\\tc\\\\d\\\"e\\'f\\sg\"\n"
-                   "sq='x\\ty'\n"
-                   "bare=a\\nb\\tc\\\\d\\se\n"
-                   "bare_quotes=\\\"q\\'\n"
-                   "cr_bs=\\r\\b\n"
-                   "unknown=a\\qb\n"
-                   "trailing=ab\\\n"
-                   "space_at_end=abc\\s\n");
-    assert_value("esc.cnf", "dq", "a\nb\tc\\d\"e'f g");
-    assert_value("esc.cnf", "sq", "x\ty");
-    assert_value("esc.cnf", "bare", "a\nb\tc\\d e");
-    assert_value("esc.cnf", "bare_quotes", "\"q'");
-    assert_value("esc.cnf", "cr_bs", "\r\b");
-    assert_value("esc.cnf", "unknown", "a\\qb");   /* unknown escape kept */
-    assert_value("esc.cnf", "trailing", "ab\\");   /* lone trailing backslash kept */
-    assert_value("esc.cnf", "space_at_end", "abc "); /* \s survives trimming */
-}
 
-static void test_optfile__comments_are_ignored(void **state)
-{
-    (void)state;
-    put("comments.cnf", "# a comment line\n"
-                        "; another comment line\n"
-                        "[" G "]\n"
-                        "# table=commented_out\n"
-                        "   ; table=commented_out_too\n"
-                        "table=value # end comment\n"
-                        "hashed=\"a # b\" # but this is a comment\n"
-                        "single='c # d'\n"
-                        "escaped_quote=\"e\\\" # f\"\n"
-                        "glued=g#h\n"
-                        "semicolon=i ; not a comment\n"
-                        "flag # a comment, not a value\n"
-                        "# last=1\n");
-    assert_value("comments.cnf", "table", "value");
-    assert_value("comments.cnf", "hashed", "a # b");
-    assert_value("comments.cnf", "single", "c # d");
-    assert_value("comments.cnf", "escaped_quote", "e\" # f");
-    /* As mysys: an unquoted '#' anywhere starts a comment. */
-    assert_value("comments.cnf", "glued", "g");
-    /* ';' starts a comment only at the start of a line. */
-    assert_value("comments.cnf", "semicolon", "i ; not a comment");
-    assert_value("comments.cnf", "flag", "");
-    assert_absent("comments.cnf", "last");
-}
 
-static void test_optfile__flag_without_equals_has_empty_value(void **state)
-{
-    (void)state;
-    put("flags.cnf", "[" G "]\n"
-                     "table=set_before\n"
-                     "table\n"
-                     "skip-something\n"
-                     "  spaced_flag   \n");
-    assert_value("flags.cnf", "table", ""); /* the flag is the last occurrence */
-    assert_value("flags.cnf", "skip_something", "");
-    assert_value("flags.cnf", "spaced-flag", "");
-}
 
-static void test_optfile__crlf_line_ends_are_tolerated(void **state)
+
+/*
+ * Parsing, table-driven: each case is one option file (written as
+ * <name>.cnf) and the lookups in group G it must answer: a value, or NULL
+ * for "absent" (then `out` stays untouched).
+ */
+typedef struct opt_lookup {
+    const char *key;
+    const char *want; /* NULL: absent */
+} opt_lookup;
+
+typedef struct opt_case {
+    const char *file;
+    const char *content;
+    opt_lookup lookups[9];
+} opt_case;
+
+static const opt_case parse_cases[] = {
+    /* reads key only in requested group */
+    { "groups.cnf",
+      "[client]\n"
+      "table=from_client\n"
+      "[" G "]\n"
+      "table=mine\n"
+      "other=x\n"
+      "[" G "_more]\n"
+      "only_elsewhere=y\n",
+      { { "table", "mine" },
+        { "other", "x" },
+        { "only_elsewhere", NULL },
+        { "missing", NULL } } },
+    /* group names are case sensitive and may have spaces */
+    { "case.cnf",
+      "[ROWLOCK_TEST_GROUP]\n"
+      "upper=1\n"
+      "  [  " G "  ]   # a comment after the header\n"
+      "spaced=2\n",
+      { { "upper", NULL },
+        { "spaced", "2" } } },
+    /* options before any group are ignored */
+    { "nogroup.cnf",
+      "table=orphan\n"
+      "[" G "]\n"
+      "other=1\n",
+      { { "table", NULL },
+        { "other", "1" } } },
+    /* last occurrence wins within and across groups */
+    { "last.cnf",
+      "[" G "]\n"
+      "table=first\n"
+      "table=second\n"
+      "[client]\n"
+      "table=not_mine\n"
+      "[" G "]\n"
+      "table=third\n"
+      "[mysqld]\n"
+      "table=not_mine_either\n",
+      { { "table", "third" } } },
+    /* dash and underscore are equivalent in keys */
+    { "dash.cnf",
+      "[" G "]\n"
+      "lock-table=a\n"
+      "other_key=b\n"
+      "mixed-key_name=c\n"
+      "override_me=1\n"
+      "override-me=2\n",
+      { { "lock_table", "a" },
+        { "lock-table", "a" },
+        { "other-key", "b" },
+        { "mixed_key-name", "c" },
+        { "override_me", "2" },
+        { "LOCK_TABLE", NULL },
+        { "lock", NULL },
+        { "lock_table_x", NULL } } },
+    /* spaces around equals and value are trimmed */
+    { "spaces.cnf",
+      "[" G "]\n"
+      "  a = 1  \n"
+      "\tb\t=\tvalue with inner spaces\t\n"
+      "c=\n"
+      "d =   \n",
+      { { "a", "1" },
+        { "b", "value with inner spaces" },
+        { "c", "" },
+        { "d", "" } } },
+    /* quotes are stripped only when matching */
+    { "quotes.cnf",
+      "[" G "]\n"
+      "dq=\"double quoted\"\n"
+      "sq='single quoted'\n"
+      "keep_inner=\"  spaces kept  \"\n"
+      "empty_dq=\"\"\n"
+      "mismatch=\"abc'\n"
+      "lone=\"\n"
+      "partial=\"abc\" def\n"
+      "inner=ab\"cd\"\n",
+      { { "dq", "double quoted" },
+        { "sq", "single quoted" },
+        { "keep_inner", "  spaces kept  " },
+        { "empty_dq", "" },
+        { "mismatch", "\"abc'" },
+        { "lone", "\"" },
+        { "partial", "\"abc\" def" },
+        { "inner", "ab\"cd\"" } } },
+    /* escapes are decoded in and out of quotes */
+    { "esc.cnf",
+      "[" G "]\n"
+      "dq=\"a\\nb\\tc\\\\d\\\"e\\'f\\sg\"\n"
+      "sq='x\\ty'\n"
+      "bare=a\\nb\\tc\\\\d\\se\n"
+      "bare_quotes=\\\"q\\'\n"
+      "cr_bs=\\r\\b\n"
+      "unknown=a\\qb\n"
+      "trailing=ab\\\n"
+      "space_at_end=abc\\s\n",
+      { { "dq", "a\nb\tc\\d\"e'f g" },
+        { "sq", "x\ty" },
+        { "bare", "a\nb\tc\\d e" },
+        { "bare_quotes", "\"q'" },
+        { "cr_bs", "\r\b" },
+        { "unknown", "a\\qb" },
+        { "trailing", "ab\\" },
+        { "space_at_end", "abc " } } },
+    /* comments are ignored */
+    { "comments.cnf",
+      "# a comment line\n"
+      "; another comment line\n"
+      "[" G "]\n"
+      "# table=commented_out\n"
+      "   ; table=commented_out_too\n"
+      "table=value # end comment\n"
+      "hashed=\"a # b\" # but this is a comment\n"
+      "single='c # d'\n"
+      "escaped_quote=\"e\\\" # f\"\n"
+      "glued=g#h\n"
+      "semicolon=i ; not a comment\n"
+      "flag # a comment, not a value\n"
+      "# last=1\n",
+      { { "table", "value" },
+        { "hashed", "a # b" },
+        { "single", "c # d" },
+        { "escaped_quote", "e\" # f" },
+        { "glued", "g" },
+        { "semicolon", "i ; not a comment" },
+        { "flag", "" },
+        { "last", NULL } } },
+    /* flag without equals has empty value */
+    { "flags.cnf",
+      "[" G "]\n"
+      "table=set_before\n"
+      "table\n"
+      "skip-something\n"
+      "  spaced_flag   \n",
+      { { "table", "" },
+        { "skip_something", "" },
+        { "spaced-flag", "" } } },
+    /* crlf line ends are tolerated */
+    { "crlf.cnf",
+      "[" G "]\r\n"
+      "table=crlf\r\n"
+      "quoted=\"q v\"\r\n"
+      "flag\r\n"
+      "last=no_newline_at_end",
+      { { "table", "crlf" },
+        { "quoted", "q v" },
+        { "flag", "" },
+        { "last", "no_newline_at_end" } } },
+};
+
+static void test_optfile__parsing_cases(void **state)
 {
     (void)state;
-    put("crlf.cnf", "[" G "]\r\n"
-                    "table=crlf\r\n"
-                    "quoted=\"q v\"\r\n"
-                    "flag\r\n"
-                    "last=no_newline_at_end");
-    assert_value("crlf.cnf", "table", "crlf");
-    assert_value("crlf.cnf", "quoted", "q v");
-    assert_value("crlf.cnf", "flag", "");
-    assert_value("crlf.cnf", "last", "no_newline_at_end");
+    for (size_t i = 0; i < sizeof parse_cases / sizeof parse_cases[0]; i++) {
+        const opt_case *t = &parse_cases[i];
+        put(t->file, t->content);
+        for (const opt_lookup *k = t->lookups; k->key; k++) {
+            if (k->want)
+                assert_value(t->file, k->key, k->want);
+            else
+                assert_absent(t->file, k->key);
+        }
+    }
 }
 
 static void test_optfile__line_longer_than_4096_bytes_is_skipped(void **state)
@@ -653,17 +663,7 @@ static void test_optfile__mariadb_home_replaces_mysql_home(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_optfile__reads_key_only_in_requested_group),
-        cmocka_unit_test(test_optfile__group_names_are_case_sensitive_and_may_have_spaces),
-        cmocka_unit_test(test_optfile__options_before_any_group_are_ignored),
-        cmocka_unit_test(test_optfile__last_occurrence_wins_within_and_across_groups),
-        cmocka_unit_test(test_optfile__dash_and_underscore_are_equivalent_in_keys),
-        cmocka_unit_test(test_optfile__spaces_around_equals_and_value_are_trimmed),
-        cmocka_unit_test(test_optfile__quotes_are_stripped_only_when_matching),
-        cmocka_unit_test(test_optfile__escapes_are_decoded_in_and_out_of_quotes),
-        cmocka_unit_test(test_optfile__comments_are_ignored),
-        cmocka_unit_test(test_optfile__flag_without_equals_has_empty_value),
-        cmocka_unit_test(test_optfile__crlf_line_ends_are_tolerated),
+        cmocka_unit_test(test_optfile__parsing_cases),
         cmocka_unit_test(test_optfile__line_longer_than_4096_bytes_is_skipped),
         cmocka_unit_test(test_optfile__include_is_read_in_place_and_group_resumes),
         cmocka_unit_test(test_optfile__included_file_starts_outside_any_group),

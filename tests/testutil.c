@@ -228,6 +228,22 @@ rowlock_client *tu_client(const char *table)
     return tu_client_at(tu_defaults_file(), table);
 }
 
+int tu_child_lock(const char *table, const char *name, rowlock_strategy s, rowlock_client **c, rowlock_lock **l)
+{
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    *l = NULL;
+    *c = tu_child_client(NULL, table);
+    if (*c == NULL)
+        return 10;
+    lo.strategy = s;
+    int rc = rowlock_lock_new(l, *c, name, &lo);
+    if (rc != 0) {
+        fprintf(stderr, "child: lock_new '%s': %s: %s\n", name, rowlock_error_name(rc), rowlock_client_errmsg(*c));
+        return 11;
+    }
+    return 0;
+}
+
 rowlock_client *tu_child_client(const char *defaults_file, const char *table)
 {
     rowlock_client *c = NULL;
@@ -267,6 +283,21 @@ void tu_lock_free(rowlock_lock *l)
 {
     reg_del((void **)reg_locks, TU_MAX_LOCKS, l);
     rowlock_lock_free(l);
+}
+
+void tu_wait_lease_ended(rowlock_lock *l, int64_t timeout_ms)
+{
+    int64_t t0 = tu_now_us();
+    rowlock_info info;
+    for (;;) {
+        tu_inspect(l, &info);
+        if (info.exists && info.expires_in_ms < 0)
+            return;
+        if (tu_ms_since(t0) > (double)timeout_ms)
+            fail_msg("the lease of '%s' did not end within %lld ms (expires_in_ms %lld)", rowlock_lock_name(l),
+                     (long long)timeout_ms, (long long)info.expires_in_ms);
+        tu_sleep_ms(info.expires_in_ms > 0 && info.expires_in_ms < 200 ? info.expires_in_ms + 5 : 50);
+    }
 }
 
 void tu_inspect(rowlock_lock *l, rowlock_info *info)
@@ -385,6 +416,9 @@ long long tu_mysql_int(void *mysql, int *ok, const char *sql)
     return v;
 }
 
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 0)))
+#endif
 static unsigned int vsql(const char *defaults_file, unsigned int ignore, long long *val, int *ok,
                          const char *fmt, va_list ap)
 {

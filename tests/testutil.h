@@ -79,6 +79,12 @@ void tu_register_client(rowlock_client *c);
  * prints the reason to stderr). */
 rowlock_client *tu_child_client(const char *defaults_file, const char *table);
 
+/* For children: a client on `table` of the shared server and a handle for
+ * `name` with strategy `s`. Returns 0, or the exit code the child returns
+ * (10: no client, 11: no handle; the reason is printed to stderr). The
+ * client is freed when the child exits. */
+int tu_child_lock(const char *table, const char *name, rowlock_strategy s, rowlock_client **c, rowlock_lock **l);
+
 /* Assertions on rowlock results, printing names and the client's message. */
 #define assert_rc(rc, expected, client) \
     tu_assert_rc((rc), (expected), (client), #rc, __FILE__, __LINE__)
@@ -93,6 +99,9 @@ const char *tu_strcasestr(const char *hay, const char *needle);
 
 /* Inspect `l` into *info (asserts the call succeeds). */
 void tu_inspect(rowlock_lock *l, rowlock_info *info);
+/* Poll inspect until the lease of `l`'s row has ended by the server clock
+ * (fails the test after timeout_ms). */
+void tu_wait_lease_ended(rowlock_lock *l, int64_t timeout_ms);
 
 /* ---- raw SQL on the test server (libmysqlclient, for setup only) ---------- */
 

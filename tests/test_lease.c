@@ -1,25 +1,21 @@
 /*
- * Lease strategies: what the insert strategy (and, compiled again by
- * test_optimistic.c with LEASE_STRATEGY set, the optimistic one) promises
- * about leases, expiry takeover, renew, the reaper and restarts.
+ * Lease strategies (insert, optimistic): what they promise about leases,
+ * expiry takeover, renew, a crashed holder and server restarts. One source,
+ * run once per strategy (like test_behaviour); the reaper and list are in
+ * test_admin.c.
  *
- *     test_insert main    expiry, renew, reap, default lease, list
- *     test_insert fault   crashed holder process; restart and crash of a
- *                         PRIVATE server (never the shared one)
- *     test_insert [group] FILTER   only the tests matching FILTER
+ *     test_lease STRATEGY main    expiry, renew, re-entry, default lease
+ *     test_lease STRATEGY fault   crashed holder process; restart and crash
+ *                                 of a PRIVATE server (never the shared one)
+ *     test_lease STRATEGY GROUP FILTER   only the tests matching FILTER
  */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
-#ifndef LEASE_STRATEGY
-#define LEASE_STRATEGY ROWLOCK_STRATEGY_INSERT
-#define LEASE_TABLE "t_insert"
-#endif
-
-static const rowlock_strategy S = LEASE_STRATEGY;
-static char TABLE[64] = LEASE_TABLE;
+static rowlock_strategy S;
+static char TABLE[64];
 
 static rowlock_lock *L(rowlock_client *c, const char *name)
 {
@@ -29,22 +25,6 @@ static rowlock_lock *L(rowlock_client *c, const char *name)
 static rowlock_client *C(void)
 {
     return tu_client(TABLE);
-}
-
-/* Poll inspect until the lease of `l`'s row has ended by the server clock. */
-static void wait_lease_ended(rowlock_lock *l, int64_t timeout_ms)
-{
-    int64_t t0 = tu_now_us();
-    rowlock_info info;
-    for (;;) {
-        tu_inspect(l, &info);
-        if (info.exists && info.expires_in_ms < 0)
-            return;
-        if (tu_ms_since(t0) > (double)timeout_ms)
-            fail_msg("the lease of '%s' did not end within %lld ms (expires_in_ms %lld)", rowlock_lock_name(l),
-                     (long long)timeout_ms, (long long)info.expires_in_ms);
-        tu_sleep_ms(info.expires_in_ms > 0 && info.expires_in_ms < 200 ? info.expires_in_ms + 5 : 50);
-    }
 }
 
 /* ---- expiry takeover ------------------------------------------------------------------ */
@@ -151,7 +131,7 @@ static void test_renew__after_the_lease_ended_is_enotowner(void **state)
     rowlock_lock *la = L(a, "renew-late"), *lb = L(b, "renew-late");
     rowlock_info info;
     assert_rc(rowlock_acquire(la, 0, 300), 0, a);
-    wait_lease_ended(lb, 10000);
+    tu_wait_lease_ended(lb, 10000);
     tu_inspect(lb, &info);
     assert_true(info.stale);
     assert_false(info.held);
@@ -178,7 +158,7 @@ static void test_release__after_the_lease_ended_but_untaken_succeeds(void **stat
     uint64_t ta;
     assert_rc(rowlock_acquire(la, 0, 300), 0, a);
     ta = rowlock_lock_token(la);
-    wait_lease_ended(lb, 10000);
+    tu_wait_lease_ended(lb, 10000);
     assert_rc(rowlock_release(la), 0, a);
     assert_int_equal(rowlock_lock_held(la), 0);
     tu_inspect(lb, &info);
@@ -232,167 +212,6 @@ static void test_lease__zero_means_the_default(void **state)
     assert_rc(rowlock_release(la), 0, a);
 }
 
-/* ---- reaper ------------------------------------------------------------------------------------ */
-
-static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **state)
-{
-    (void)state;
-    rowlock_client *a = C(), *b = C(), *admin = C();
-    rowlock_lock *rel = L(a, "reap-released"), *exp = L(a, "reap-expired"), *live = L(a, "reap-live");
-    rowlock_lock *rel_b = L(b, "reap-released"), *exp_b = L(b, "reap-expired"), *live_b = L(b, "reap-live");
-    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
-    rowlock_reap_stats st;
-    rowlock_info info;
-    uint64_t t_rel, t_exp;
-
-    assert_rc(rowlock_acquire(rel, 0, TU_LEASE_LONG), 0, a);
-    t_rel = rowlock_lock_token(rel);
-    assert_rc(rowlock_release(rel), 0, a);
-    assert_rc(rowlock_acquire(exp, 0, 200), 0, a);
-    t_exp = rowlock_lock_token(exp);
-    assert_rc(rowlock_acquire(live, 0, TU_LEASE_LONG), 0, a);
-    wait_lease_ended(exp_b, 10000);
-    tu_sleep_ms(20);
-
-    /* A long grace keeps them. */
-    memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
-    ro.grace_ms = 3600 * 1000;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
-    assert_int_equal(st.purged, 0);
-    tu_inspect(exp_b, &info);
-    assert_true(info.exists);
-
-    /* A dry run counts them and changes nothing. */
-    memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
-    ro.grace_ms = 0;
-    ro.dry_run = 1;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
-    assert_true(st.purged >= 2);
-    tu_inspect(rel_b, &info);
-    assert_true(info.exists);
-
-    /* One row per batch, paced by the default (as long as each DELETE took). */
-    memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
-    ro.dry_run = 0;
-    ro.batch = 1;
-    assert_int_equal(ro.pause_ms, ROWLOCK_REAP_PAUSE_AUTO);
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
-    assert_true(st.purged >= 2);
-    assert_true(st.batches >= 2);
-    assert_int_equal(st.complete, 1);
-    assert_true(st.oldest_expiry_us > 0);
-
-    tu_inspect(rel_b, &info);
-    assert_false(info.exists);
-    tu_inspect(exp_b, &info);
-    assert_false(info.exists);
-    tu_inspect(live_b, &info); /* a live lease survives */
-    assert_true(info.exists);
-    assert_true(info.held);
-
-    /* The purged holder's calls fail; new grants get larger tokens. */
-    assert_rc(rowlock_renew(exp, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
-    assert_rc(rowlock_acquire(rel_b, 0, TU_LEASE_LONG), 0, b);
-    assert_true(rowlock_lock_token(rel_b) > t_rel);
-    assert_rc(rowlock_acquire(exp_b, 0, TU_LEASE_LONG), 0, b);
-    assert_true(rowlock_lock_token(exp_b) > t_exp);
-    assert_true(rowlock_lock_token(exp_b) > rowlock_lock_token(rel_b));
-    assert_rc(rowlock_release(rel_b), 0, b);
-    assert_rc(rowlock_release(exp_b), 0, b);
-    assert_rc(rowlock_release(live), 0, a);
-}
-
-static void test_reap__bad_options_are_refused(void **state)
-{
-    (void)state;
-    rowlock_client *admin = C();
-    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
-    rowlock_reap_stats st;
-    memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
-    ro.version = 99;
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
-    ro.version = ROWLOCK_REAP_OPTIONS_VERSION;
-    ro.pause_ms = -2; /* -1 is ROWLOCK_REAP_PAUSE_AUTO */
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
-    assert_msg_has(admin, "pause");
-    ro.pause_ms = 60001;
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
-}
-
-/* A caller built against version 1 of the options (no pause_ms): its struct
- * ends before the field, which must not be read (here: garbage after it). */
-static void test_reap__version_1_options_are_still_accepted(void **state)
-{
-    (void)state;
-    rowlock_client *admin = C();
-    struct { rowlock_reap_options o; } v1;
-    rowlock_reap_stats st;
-    memset(&v1, 0, sizeof v1);
-    memset(&st, 0, sizeof st);
-    v1.o.version = 1;
-    v1.o.grace_ms = 3600000;
-    v1.o.pause_ms = -12345; /* stands for bytes beyond a version 1 struct */
-    st.version = 1;
-    assert_rc(rowlock_reap(admin, &v1.o, &st), 0, admin);
-    assert_int_equal(st.version, 1);
-    assert_int_equal(st.complete, 1);
-}
-
-/* ---- list ---------------------------------------------------------------------------------------- */
-
-typedef struct list_seen {
-    int held_a, stale_b;
-    char owner_a[ROWLOCK_OWNER_MAX + 1];
-} list_seen;
-
-static int list_cb(const rowlock_info *info, void *arg)
-{
-    list_seen *s = arg;
-    if (strcmp(info->name, "list-held") == 0) {
-        s->held_a++;
-        snprintf(s->owner_a, sizeof s->owner_a, "%s", info->owner);
-    }
-    if (strcmp(info->name, "list-stale") == 0)
-        s->stale_b++;
-    return 0;
-}
-
-static int list_stop(const rowlock_info *info, void *arg)
-{
-    (void)info;
-    (void)arg;
-    return 7;
-}
-
-static void test_list__shows_held_locks_and_with_the_flag_stale_ones(void **state)
-{
-    (void)state;
-    rowlock_client *a = C(), *admin = C();
-    rowlock_lock *held = L(a, "list-held"), *stale = L(a, "list-stale"), *probe = L(admin, "list-stale");
-    list_seen seen;
-    assert_rc(rowlock_acquire(held, 0, TU_LEASE_LONG), 0, a);
-    assert_rc(rowlock_acquire(stale, 0, 200), 0, a);
-    wait_lease_ended(probe, 10000);
-
-    memset(&seen, 0, sizeof seen);
-    assert_rc(rowlock_list(admin, 0, list_cb, &seen), 0, admin);
-    assert_int_equal(seen.held_a, 1);
-    assert_int_equal(seen.stale_b, 0);
-    assert_string_equal(seen.owner_a, rowlock_client_owner(a));
-
-    memset(&seen, 0, sizeof seen);
-    assert_rc(rowlock_list(admin, ROWLOCK_LIST_STALE, list_cb, &seen), 0, admin);
-    assert_int_equal(seen.held_a, 0);
-    assert_int_equal(seen.stale_b, 1);
-
-    assert_int_equal(rowlock_list(admin, 0, list_stop, NULL), 7);
-    assert_rc(rowlock_release(held), 0, a);
-}
-
 /* ---- fault: crashed holder ------------------------------------------------------------------------ */
 
 typedef struct crash_shared {
@@ -406,16 +225,13 @@ static tu_pipe crash_pipe;
 static int crashing_holder(void *arg, int idx)
 {
     crash_shared *sh = arg;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_client *c = tu_child_client(NULL, TABLE);
+    rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
     int rc;
     (void)idx;
-    if (c == NULL)
-        return 10;
-    lo.strategy = S;
-    if (rowlock_lock_new(&l, c, "crash", &lo) != 0)
-        return 11;
+    int setup = tu_child_lock(TABLE, "crash", S, &c, &l);
+    if (setup)
+        return setup;
     sh->t_before_acquire = tu_now_us();
     rc = rowlock_acquire(l, 0, 3000);
     if (rc != 0) {
@@ -456,7 +272,7 @@ static void test_crash__a_holder_that_exits_without_release_frees_the_lock_after
     assert_true(info.held);
     assert_string_equal(info.owner, sh->owner);
 
-    wait_lease_ended(lb, 15000);
+    tu_wait_lease_ended(lb, 15000);
     tu_inspect(lb, &info);
     assert_true(info.stale);
     assert_false(info.held);
@@ -546,17 +362,18 @@ int main(int argc, char **argv)
         TU_TEST(test_release__after_the_lease_ended_but_untaken_succeeds),
         TU_TEST(test_reentry__extends_the_lease_to_at_least_the_new_one),
         TU_TEST(test_lease__zero_means_the_default),
-        TU_TEST(test_reap__purges_ended_leases_and_tokens_keep_increasing),
-        TU_TEST(test_reap__bad_options_are_refused),
-        TU_TEST(test_reap__version_1_options_are_still_accepted),
-        TU_TEST(test_list__shows_held_locks_and_with_the_flag_stale_ones),
     };
     const struct CMUnitTest fault_tests[] = {
         TU_TEST(test_crash__a_holder_that_exits_without_release_frees_the_lock_after_its_lease),
         TU_TEST(test_restart__tokens_keep_increasing_across_server_restart_and_crash),
     };
-    const char *group = argc > 1 ? argv[1] : "main";
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_FOR_UPDATE) {
+        fprintf(stderr, "usage: %s insert|optimistic [main|fault] [test-filter]\n", argv[0]);
+        return 2;
+    }
+    snprintf(TABLE, sizeof TABLE, "t_%s", argv[1]);
+    const char *group = argc > 2 ? argv[2] : "main";
+    const char *filter = argc > 3 ? argv[3] : NULL;
     char name[64];
     snprintf(name, sizeof name, "%s %s", rowlock_strategy_name(S), group);
     if (strcmp(group, "main") == 0)
@@ -565,6 +382,6 @@ int main(int argc, char **argv)
         strcat(TABLE, "_f");
         return tu_main(name, fault_tests, sizeof fault_tests / sizeof fault_tests[0], TABLE, filter);
     }
-    fprintf(stderr, "usage: %s [main|fault] [test-filter]\n", argv[0]);
+    fprintf(stderr, "usage: %s insert|optimistic [main|fault] [test-filter]\n", argv[0]);
     return 2;
 }

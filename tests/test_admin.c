@@ -1,0 +1,201 @@
+/*
+ * Administration of lease rows: the reaper (rowlock_reap) and the list of
+ * held and stale locks (rowlock_list), for each lease strategy.
+ *
+ *     test_admin insert|optimistic [test-filter]
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+
+static rowlock_strategy S;
+static char TABLE[64];
+
+static rowlock_lock *L(rowlock_client *c, const char *name)
+{
+    return tu_lock(c, name, S);
+}
+
+static rowlock_client *C(void)
+{
+    return tu_client(TABLE);
+}
+
+/* ---- reaper ------------------------------------------------------------------------------------ */
+
+static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C(), *admin = C();
+    rowlock_lock *rel = L(a, "reap-released"), *exp = L(a, "reap-expired"), *live = L(a, "reap-live");
+    rowlock_lock *rel_b = L(b, "reap-released"), *exp_b = L(b, "reap-expired"), *live_b = L(b, "reap-live");
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    rowlock_info info;
+    uint64_t t_rel, t_exp;
+
+    assert_rc(rowlock_acquire(rel, 0, TU_LEASE_LONG), 0, a);
+    t_rel = rowlock_lock_token(rel);
+    assert_rc(rowlock_release(rel), 0, a);
+    assert_rc(rowlock_acquire(exp, 0, 200), 0, a);
+    t_exp = rowlock_lock_token(exp);
+    assert_rc(rowlock_acquire(live, 0, TU_LEASE_LONG), 0, a);
+    tu_wait_lease_ended(exp_b, 10000);
+    tu_sleep_ms(20);
+
+    /* A long grace keeps them. */
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.grace_ms = 3600 * 1000;
+    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_int_equal(st.purged, 0);
+    tu_inspect(exp_b, &info);
+    assert_true(info.exists);
+
+    /* A dry run counts them and changes nothing. */
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.grace_ms = 0;
+    ro.dry_run = 1;
+    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_true(st.purged >= 2);
+    tu_inspect(rel_b, &info);
+    assert_true(info.exists);
+
+    /* One row per batch, paced by the default (as long as each DELETE took). */
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.dry_run = 0;
+    ro.batch = 1;
+    assert_int_equal(ro.pause_ms, ROWLOCK_REAP_PAUSE_AUTO);
+    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_true(st.purged >= 2);
+    assert_true(st.batches >= 2);
+    assert_int_equal(st.complete, 1);
+    assert_true(st.oldest_expiry_us > 0);
+
+    tu_inspect(rel_b, &info);
+    assert_false(info.exists);
+    tu_inspect(exp_b, &info);
+    assert_false(info.exists);
+    tu_inspect(live_b, &info); /* a live lease survives */
+    assert_true(info.exists);
+    assert_true(info.held);
+
+    /* The purged holder's calls fail; new grants get larger tokens. */
+    assert_rc(rowlock_renew(exp, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
+    assert_rc(rowlock_acquire(rel_b, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(rel_b) > t_rel);
+    assert_rc(rowlock_acquire(exp_b, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(exp_b) > t_exp);
+    assert_true(rowlock_lock_token(exp_b) > rowlock_lock_token(rel_b));
+    assert_rc(rowlock_release(rel_b), 0, b);
+    assert_rc(rowlock_release(exp_b), 0, b);
+    assert_rc(rowlock_release(live), 0, a);
+}
+
+static void test_reap__bad_options_are_refused(void **state)
+{
+    (void)state;
+    rowlock_client *admin = C();
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.version = 99;
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    ro.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.pause_ms = -2; /* -1 is ROWLOCK_REAP_PAUSE_AUTO */
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_msg_has(admin, "pause");
+    ro.pause_ms = 60001;
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+}
+
+/* A caller built against version 1 of the options (no pause_ms): its struct
+ * ends before the field, which must not be read (here: garbage after it). */
+static void test_reap__version_1_options_are_still_accepted(void **state)
+{
+    (void)state;
+    rowlock_client *admin = C();
+    struct { rowlock_reap_options o; } v1;
+    rowlock_reap_stats st;
+    memset(&v1, 0, sizeof v1);
+    memset(&st, 0, sizeof st);
+    v1.o.version = 1;
+    v1.o.grace_ms = 3600000;
+    v1.o.pause_ms = -12345; /* stands for bytes beyond a version 1 struct */
+    st.version = 1;
+    assert_rc(rowlock_reap(admin, &v1.o, &st), 0, admin);
+    assert_int_equal(st.version, 1);
+    assert_int_equal(st.complete, 1);
+}
+
+/* ---- list ---------------------------------------------------------------------------------------- */
+
+typedef struct list_seen {
+    int held_a, stale_b;
+    char owner_a[ROWLOCK_OWNER_MAX + 1];
+} list_seen;
+
+static int list_cb(const rowlock_info *info, void *arg)
+{
+    list_seen *s = arg;
+    if (strcmp(info->name, "list-held") == 0) {
+        s->held_a++;
+        snprintf(s->owner_a, sizeof s->owner_a, "%s", info->owner);
+    }
+    if (strcmp(info->name, "list-stale") == 0)
+        s->stale_b++;
+    return 0;
+}
+
+static int list_stop(const rowlock_info *info, void *arg)
+{
+    (void)info;
+    (void)arg;
+    return 7;
+}
+
+static void test_list__shows_held_locks_and_with_the_flag_stale_ones(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *admin = C();
+    rowlock_lock *held = L(a, "list-held"), *stale = L(a, "list-stale"), *probe = L(admin, "list-stale");
+    list_seen seen;
+    assert_rc(rowlock_acquire(held, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(stale, 0, 200), 0, a);
+    tu_wait_lease_ended(probe, 10000);
+
+    memset(&seen, 0, sizeof seen);
+    assert_rc(rowlock_list(admin, 0, list_cb, &seen), 0, admin);
+    assert_int_equal(seen.held_a, 1);
+    assert_int_equal(seen.stale_b, 0);
+    assert_string_equal(seen.owner_a, rowlock_client_owner(a));
+
+    memset(&seen, 0, sizeof seen);
+    assert_rc(rowlock_list(admin, ROWLOCK_LIST_STALE, list_cb, &seen), 0, admin);
+    assert_int_equal(seen.held_a, 0);
+    assert_int_equal(seen.stale_b, 1);
+
+    assert_int_equal(rowlock_list(admin, 0, list_stop, NULL), 7);
+    assert_rc(rowlock_release(held), 0, a);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_reap__purges_ended_leases_and_tokens_keep_increasing),
+        TU_TEST(test_reap__bad_options_are_refused),
+        TU_TEST(test_reap__version_1_options_are_still_accepted),
+        TU_TEST(test_list__shows_held_locks_and_with_the_flag_stale_ones),
+    };
+    if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_FOR_UPDATE) {
+        fprintf(stderr, "usage: %s insert|optimistic [test-filter]\n", argv[0]);
+        return 2;
+    }
+    char name[64];
+    snprintf(TABLE, sizeof TABLE, "t_admin_%s", argv[1]);
+    snprintf(name, sizeof name, "admin (%s)", argv[1]);
+    return tu_main(name, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
+}
