@@ -588,7 +588,7 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
  * (any thread, also from the keeper's callback).
  * @return 0 or ROWLOCK_EINVALID (NULL, or st->version unknown).
  */
-ROWLOCK_EXTERN int rowlock_keep_status(rowlock_keep_info *st, const rowlock_lock *l);
+ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info *st);
 
 /** The monotonic clock safe_until_us is measured on (CLOCK_MONOTONIC, µs). */
 ROWLOCK_EXTERN int64_t rowlock_monotonic_us(void);

@@ -691,7 +691,7 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
     return 0;
 }
 
-ROWLOCK_EXTERN int rowlock_keep_status(rowlock_keep_info *st, const rowlock_lock *l)
+ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info *st)
 {
     if (st == NULL || l == NULL || l->client == NULL || st->version != ROWLOCK_KEEP_INFO_VERSION)
         return ROWLOCK_EINVALID;

@@ -33,7 +33,7 @@ static void on_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
     events *ev = arg;
     rowlock_keep_info again = ROWLOCK_KEEP_INFO_INIT;
     /* Allowed from the callback: status of the same lock. */
-    int rc = rowlock_keep_status(&again, l);
+    int rc = rowlock_keep_status(l, &again);
     pthread_mutex_lock(&ev->mu);
     ev->calls++;
     ev->state = rc == 0 ? st->state : ROWLOCK_KEEP_NONE;
@@ -53,7 +53,7 @@ static int ev_calls(events *ev)
 static rowlock_keep_info status_of(rowlock_lock *l)
 {
     rowlock_keep_info st = ROWLOCK_KEEP_INFO_INIT;
-    assert_int_equal(rowlock_keep_status(&st, l), 0);
+    assert_int_equal(rowlock_keep_status(l, &st), 0);
     return st;
 }
 
@@ -310,7 +310,7 @@ static void test_keep__refuses_bad_options(void **state)
     assert_rc(rowlock_keep(l, &ko), ROWLOCK_EINVALID, c);
     rowlock_keep_info st = ROWLOCK_KEEP_INFO_INIT;
     st.version = 0;
-    assert_int_equal(rowlock_keep_status(&st, l), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_keep_status(l, &st), ROWLOCK_EINVALID);
     st = status_of(l);
     assert_int_equal(st.state, ROWLOCK_KEEP_NONE);
 }

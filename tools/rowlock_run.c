@@ -349,7 +349,7 @@ static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const cha
         int timeout_ms, pr;
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
 
-        if (rowlock_keep_status(&ki, wt->lock) != 0)
+        if (rowlock_keep_status(wt->lock, &ki) != 0)
             abort();
         if (wt->verbose && ki.renewals > renewals_seen) {
             renewals_seen = ki.renewals;
@@ -736,7 +736,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
 
     if (ra.verbose && ra.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
-        if (rowlock_keep_status(&ki, l) == 0)
+        if (rowlock_keep_status(l, &ki) == 0)
             fprintf(stderr, "%s: keeping '%s': watching the holding session %" PRIu64 " (for-update has no "
                             "lease; COMMAND is stopped as soon as the session ends)\n",
                     PROG, shown, ki.session_id);
