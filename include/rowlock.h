@@ -86,6 +86,19 @@ ROWLOCK_EXTERN const char *rowlock_strerror(int code);
  *  Unknown codes give "ROWLOCK_EUNKNOWN". Never NULL. */
 ROWLOCK_EXTERN const char *rowlock_error_name(int code);
 
+/**
+ * Copy `n` bytes of untrusted text `s` into `out` (`cap` bytes, always
+ * NUL-terminated) so that it is safe to show on a terminal and in a log
+ * line: C0 controls (newline included), DEL, bytes that are not valid UTF-8
+ * and the backslash itself are written as \xNN (a backslash as \\), C1
+ * controls (U+0080-U+009F, which include the 8-bit CSI and OSC) as \u0080
+ * to \u009f; so no input can end the line, start a terminal escape
+ * sequence or forge another message. What does not fit is cut at a
+ * character boundary and ends in "...". Returns the length written. Every
+ * rowlock message that quotes user input uses it.
+ */
+ROWLOCK_EXTERN size_t rowlock_escape(char *out, size_t cap, const char *s, size_t n);
+
 /** The library's version string ("1.0.0"), for checking the runtime library
  *  against ROWLOCK_VERSION_STRING from the header. */
 ROWLOCK_EXTERN const char *rowlock_version(void);

@@ -73,6 +73,9 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     const char *why = NULL;
     if (rowlock_name_check(name, &why))
         return rowlock__fail(c, ROWLOCK_EINVALID, "force release: %s", why);
+    /* Checked before anything is changed: an error must mean "nothing done". */
+    if (released && released->version != ROWLOCK_INFO_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is not ROWLOCK_INFO_VERSION");
     rowlock_info info = ROWLOCK_INFO_INIT;
     int rc = rowlock__row_read(c, name, strlen(name), &info);
     if (rc)
@@ -92,8 +95,6 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
         was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
     }
     if (released) {
-        if (released->version != ROWLOCK_INFO_VERSION)
-            return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is not ROWLOCK_INFO_VERSION");
         *released = info;
         released->held = was_held;
     }
@@ -126,6 +127,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
     if (o->max_ms < 0)
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: max_ms %lld is negative", (long long)o->max_ms);
 
+    /* A budget beyond a year is no budget (and max_ms * 1000 must not overflow). */
+    const int64_t max_us = o->max_ms > ROWLOCK_LEASE_MAX_MS ? 0 : o->max_ms * 1000;
+
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
     st.version = stats ? stats->version : ROWLOCK_REAP_OPTIONS_VERSION;
@@ -142,7 +146,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         goto out;
     }
     for (;;) {
-        if (o->max_ms > 0 && rowlock__now_us() - start >= o->max_ms * 1000)
+        if (max_us > 0 && rowlock__now_us() - start >= max_us)
             break;
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         rowlock__res res;

@@ -114,6 +114,10 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                              "starts its own",
                              l->shown);
 
+    /* A wait beyond the longest lease is a wait for ever (and keeps the
+     * arithmetic below and the statement's seconds from overflowing). */
+    if (wait_ms > ROWLOCK_LEASE_MAX_MS)
+        wait_ms = ROWLOCK_WAIT_FOREVER;
     const int64_t start = rowlock__now_us();
     for (int created = 0;; created = 1) {
         if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "START TRANSACTION")))
