@@ -80,11 +80,14 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     int rc = rowlock__row_read(c, name, strlen(name), &info);
     if (rc)
         return rc;
-    if (info.exists && info.strategy == ROWLOCK_STRATEGY_FOR_UPDATE)
+    if (info.exists && info.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
+        char shown[4 * ROWLOCK_NAME_MAX + 8];
+        rowlock_escape(shown, sizeof shown, info.name, strlen(info.name));
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "force release '%s': a for-update lock is a row lock of its holder's transaction; end "
                              "that connection (KILL) to release it",
-                             info.name);
+                             shown);
+    }
     int was_held = info.exists && info.held;
     if (was_held) {
         rowlock__param p[3] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),

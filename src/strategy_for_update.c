@@ -100,10 +100,12 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
             l->token = c->fu_token;
             return 0;
         }
+        char held[64];
+        rowlock_escape(held, sizeof held, c->fu_name, strlen(c->fu_name));
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "acquire %s (for-update): this client already holds for-update lock '%.60s' in its "
+                             "acquire %s (for-update): this client already holds for-update lock '%s' in its "
                              "transaction; use another client for a second for-update lock",
-                             l->shown, c->fu_name);
+                             l->shown, held);
     }
     int rc = check_cluster(l);
     if (rc)
