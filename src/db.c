@@ -219,9 +219,15 @@ static int give_options(rowlock_client *c, MYSQL *m, int *rc, char *tmp_path, si
     return fd;
 }
 
-static int has_file_password(const rowlock_client *c)
+/* The option files' password (the last password= or passwd=; "" if none or
+ * a bare flag), the same value Connector/C would read from them. */
+static const char *file_password(const rowlock_client *c)
 {
-    return rowlock__opts_find(&c->opts, -1, "password") || rowlock__opts_find(&c->opts, -1, "passwd");
+    const char *pw = "";
+    for (size_t i = 0; i < c->opts.n; i++)
+        if (strcmp(c->opts.v[i].key, "password") == 0 || strcmp(c->opts.v[i].key, "passwd") == 0)
+            pw = c->opts.v[i].val;
+    return pw;
 }
 
 int rowlock__db_connect(rowlock_client *c)
@@ -251,11 +257,11 @@ int rowlock__db_connect(rowlock_client *c)
     if (rc)
         goto fail;
 
-    /* The password: the explicit one, else the option files'; never the
-     * MYSQL_PWD environment variable, which Connector/C would read when
-     * given NULL and the files have none (the documented sources of a
-     * password are the option files and the prompt). */
-    const char *password = c->password ? c->password : has_file_password(c) ? NULL : "";
+    /* The password: the explicit one, else the option files'; never NULL,
+     * so Connector/C never falls back to the MYSQL_PWD environment variable
+     * (the documented sources of a password are the option files and the
+     * prompt). */
+    const char *password = c->password ? c->password : file_password(c);
     /* No CLIENT_FOUND_ROWS: the strategies read "rows changed" counts. */
     MYSQL *ok = mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->unix_socket, 0);
     if (fd >= 0)

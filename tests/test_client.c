@@ -580,6 +580,12 @@ static void test_hostile__mysql_pwd_is_not_honoured(void **state)
     o.defaults_file = path;
     o.table = "t_client";
     int rc = rowlock_client_connect(c, &o);
+    unlink(path);
+    assert_rc(rc, ROWLOCK_EDB, c);
+    assert_msg_has(c, "denied");
+    /* A bare "password" flag in the file is no password either. */
+    write_optfile_extra(path, sizeof path, "password", "password");
+    rc = rowlock_client_connect(c, &o);
     unsetenv("MYSQL_PWD");
     unlink(path);
     assert_rc(rc, ROWLOCK_EDB, c);
