@@ -118,6 +118,19 @@ ROWLOCK_EXTERN const char *rowlock_strerror(int code);
  *  Unknown codes give "ROWLOCK_EUNKNOWN". Never NULL. */
 ROWLOCK_EXTERN const char *rowlock_error_name(int code);
 
+/**
+ * Copy `n` bytes of untrusted text `s` into `out` (`cap` bytes, always
+ * NUL-terminated) so that it is safe to show on a terminal and in a log
+ * line: C0 controls (newline included), DEL, bytes that are not valid UTF-8
+ * and the backslash itself are written as \xNN (a backslash as \\), C1
+ * controls (U+0080-U+009F, which include the 8-bit CSI and OSC) as \u0080
+ * to \u009f; so no input can end the line, start a terminal escape
+ * sequence or forge another message. What does not fit is cut at a
+ * character boundary and ends in "...". Returns the length written. Every
+ * rowlock message that quotes user input uses it.
+ */
+ROWLOCK_EXTERN size_t rowlock_escape(char *out, size_t cap, const char *s, size_t n);
+
 /** The library's version string (the project version, "0.2.0" for this
  *  release), for checking the runtime library against ROWLOCK_VERSION_STRING
  *  from the header. */
@@ -144,13 +157,17 @@ ROWLOCK_EXTERN void rowlock_library_end(void);
 /** A database connection, its settings, its owner identity and its last error. */
 typedef struct rowlock_client rowlock_client;
 
-/** TLS modes, as in the mysql client's --ssl-mode. */
+/** TLS modes, as in the mysql client's --ssl-mode. An explicit mode beats
+ *  every TLS key of the option files. tls_ca is used only by the VERIFY
+ *  modes (with DEFAULT it means VERIFY_CA; with the others connect refuses
+ *  it: EINVALID); they may take the CA from ssl-ca= of the option file. */
 typedef enum rowlock_tls_mode {
     ROWLOCK_TLS_DEFAULT = 0,      /**< whatever the option files/library default say */
-    ROWLOCK_TLS_DISABLED,         /**< no TLS */
-    ROWLOCK_TLS_PREFERRED,        /**< TLS if the server offers it */
+    ROWLOCK_TLS_DISABLED,         /**< no TLS, whatever the option files say */
+    ROWLOCK_TLS_PREFERRED,        /**< TLS if the server offers it, nothing verified */
     ROWLOCK_TLS_REQUIRED,         /**< fail unless encrypted (server not verified) */
-    ROWLOCK_TLS_VERIFY_CA,        /**< encrypted and the server's certificate chains to tls_ca */
+    ROWLOCK_TLS_VERIFY_CA,        /**< encrypted and the server's certificate chains to the CA;
+                                       the host name is not compared */
     ROWLOCK_TLS_VERIFY_IDENTITY   /**< VERIFY_CA and the certificate names the host */
 } rowlock_tls_mode;
 
@@ -172,18 +189,24 @@ enum {
 /**
  * How to connect. NULL strings and zero numbers mean "not set": then the
  * option files decide (when read), then libmysqlclient's defaults. Explicit
- * fields override option files, as on the mysql command line.
+ * fields override option files, as on the mysql command line. The option
+ * files (groups [client], [client-server], [client-mariadb], [rowlock]) are
+ * read once by rowlock at connect, which hands libmysqlclient their content
+ * without the keys explicit fields supersede; a pipe works, devices, sockets
+ * and files over 1 MiB are refused (EINVALID). The password is `password`,
+ * else the option files'; the MYSQL_PWD environment variable is never read.
  */
 typedef struct rowlock_client_options {
     unsigned int version;        /**< ROWLOCK_CLIENT_OPTIONS_VERSION */
-    const char *defaults_file;   /**< read only this option file ([client], [rowlock]) */
+    const char *defaults_file;   /**< read only this option file (a regular file or a pipe) */
     const char *host;
     unsigned int port;
     const char *unix_socket;
     const char *user;
     const char *password;
     const char *database;
-    const char *table;           /**< lock table; default "rowlock_locks" (or [rowlock] table=) */
+    const char *table;           /**< lock table; default "rowlock_locks" (or [rowlock] table=);
+                                      not rowlock_schema nor ending in _queue or _token */
     unsigned int connect_timeout_ms;  /**< default 10000 */
     unsigned int read_timeout_ms;     /**< default 0: libmysqlclient's default; lock waits are
                                            never cut by it (waits are bounded by the server) */

@@ -74,6 +74,7 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     const char *why = NULL;
     if (rowlock_name_check(name, &why))
         return rowlock__fail(c, ROWLOCK_EINVALID, "force release: %s", why);
+    /* Checked before anything is changed: an error must mean "nothing done". */
     if (released && rowlock__info_check(released->version))
         return rowlock__fail(c, ROWLOCK_EINVALID, "force release: released->version is 0 (start from ROWLOCK_INFO_INIT)");
     rowlock_info info = ROWLOCK_INFO_INIT;
@@ -81,12 +82,15 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     if (rc)
         return rc;
     const rowlock__strategy_ops *ops = info.exists ? rowlock__strategy_find(info.strategy) : NULL;
-    if (ops && !(ops->flags & ROWLOCK__S_LEASE_ROW))
+    if (ops && !(ops->flags & ROWLOCK__S_LEASE_ROW)) {
+        char shown[4 * ROWLOCK_NAME_MAX + 8];
+        rowlock_escape(shown, sizeof shown, info.name, strlen(info.name));
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "force release '%s': a %s lock is %s; end that connection (KILL) to release it",
-                             info.name, ops->name,
+                             shown, ops->name,
                              (ops->flags & ROWLOCK__S_TRANSACTION) ? "a row lock of its holder's transaction"
                                                                    : "not kept in its row");
+    }
     int was_held = ops && info.held;
     if (was_held) {
         rowlock__param p[4] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
@@ -129,6 +133,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
     if (o->max_ms < 0)
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: max_ms %lld is negative", (long long)o->max_ms);
 
+    /* A budget beyond a year is no budget (and max_ms * 1000 must not overflow). */
+    const int64_t max_us = o->max_ms > ROWLOCK_LEASE_MAX_MS ? 0 : o->max_ms * 1000;
+
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
     st.version = stats ? stats->version : ROWLOCK_REAP_OPTIONS_VERSION;
@@ -145,7 +152,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         goto out;
     }
     for (;;) {
-        if (o->max_ms > 0 && rowlock__now_us() - start >= o->max_ms * 1000)
+        if (max_us > 0 && rowlock__now_us() - start >= max_us)
             break;
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         rowlock__res res;

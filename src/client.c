@@ -38,6 +38,8 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
     return 0;
 }
 
+const char *const rowlock__conn_groups[] = { "client", "client-server", "client-mariadb", "rowlock", NULL };
+
 static void free_settings(rowlock_client *c)
 {
     char **all[] = { &c->host, &c->user, &c->password, &c->database, &c->unix_socket, &c->defaults_file, &c->tls_ca };
@@ -49,6 +51,7 @@ static void free_settings(rowlock_client *c)
             *all[i] = NULL;
         }
     }
+    rowlock__opts_free(&c->opts);
 }
 
 static int dup_opt(rowlock_client *c, char **dst, const char *src)
@@ -59,26 +62,77 @@ static int dup_opt(rowlock_client *c, char **dst, const char *src)
     return *dst ? 0 : rowlock__fail(c, ROWLOCK_ENOMEM, "connect: out of memory");
 }
 
-/* Table name: explicit option, else [rowlock] table= in the option files. */
-static int resolve_table(rowlock_client *c, const rowlock_client_options *o, const char *what)
+/* Table name: explicit option, else [rowlock] table= in `files` (group
+ * index `group`), else the default. */
+static int resolve_table(rowlock_client *c, const rowlock_client_options *o, const rowlock__opts *files, int group,
+                         const char *what)
 {
-    char from_file[128];
     const char *t = o ? o->table : NULL;
-    if (t == NULL && o && (o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))) {
-        int r = rowlock__optfile_get(o->defaults_file, 1, "rowlock", "table", from_file, sizeof from_file);
-        if (r < 0)
-            return rowlock__fail(c, ROWLOCK_EINVALID, "%s: cannot read option file %s: %s", what,
-                                 o->defaults_file ? o->defaults_file : "(standard files)", strerror(errno));
-        if (r > 0)
-            t = from_file;
+    const char *from = "the table option";
+    if (t == NULL) {
+        const rowlock__optent *e = rowlock__opts_find(files, group, "table");
+        if (e) {
+            t = e->val;
+            from = "[rowlock] table= in the option file";
+        }
     }
     if (t == NULL)
         t = ROWLOCK_TABLE_DEFAULT;
-    if (rowlock__table_name_check(t))
+    int bad = rowlock__table_name_check(t);
+    if (bad) {
+        char shown[120];
+        size_t n = strlen(t);
+        rowlock_escape(shown, sizeof shown, t, n);
+        if (bad == ROWLOCK__TABLE_RESERVED)
+            return rowlock__fail(c, ROWLOCK_EINVALID,
+                                 "%s: invalid lock table name '%s' (%s): rowlock_schema and names ending in _queue "
+                                 "or _token are rowlock's own tables",
+                                 what, shown, from);
+        if (n > ROWLOCK_TABLE_MAX)
+            return rowlock__fail(c, ROWLOCK_EINVALID,
+                                 "%s: invalid lock table name '%s' (%s): %zu bytes, the limit is %d", what, shown,
+                                 from, n, ROWLOCK_TABLE_MAX);
         return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "%s: invalid lock table name '%.80s': use 1-%d letters, digits or _", what, t,
-                             ROWLOCK_TABLE_MAX);
+                             "%s: invalid lock table name '%s' (%s): use 1-%d letters, digits or _", what, shown,
+                             from, ROWLOCK_TABLE_MAX);
+    }
     rowlock__strlcpy(c->table, t, sizeof c->table);
+    return 0;
+}
+
+static int has_file_ca(const rowlock__opts *files)
+{
+    static const char *keys[] = { "ssl-ca", "tls-ca", "ssl-capath", "tls-capath" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const rowlock__optent *e = rowlock__opts_find(files, -1, keys[i]);
+        if (e && e->val[0])
+            return 1;
+    }
+    return 0;
+}
+
+/* The TLS mode decides (as the mysql client's --ssl-mode): see
+ * rowlock_tls_mode. A CA given with a mode that does not verify would be
+ * silently unused: refused. */
+static int check_tls(rowlock_client *c, const rowlock_client_options *o, const rowlock__opts *files,
+                     rowlock_tls_mode *mode)
+{
+    *mode = o->tls_mode;
+    if ((int)o->tls_mode < ROWLOCK_TLS_DEFAULT || o->tls_mode > ROWLOCK_TLS_VERIFY_IDENTITY)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "connect: unknown TLS mode %d", (int)o->tls_mode);
+    if (o->tls_ca && *mode == ROWLOCK_TLS_DEFAULT)
+        *mode = ROWLOCK_TLS_VERIFY_CA; /* as mysql: --ssl-ca alone means VERIFY_CA */
+    if (o->tls_ca && *mode != ROWLOCK_TLS_VERIFY_CA && *mode != ROWLOCK_TLS_VERIFY_IDENTITY)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "connect: a CA file (tls_ca / --ssl-ca) is only used by TLS modes VERIFY_CA and "
+                             "VERIFY_IDENTITY, not %s",
+                             *mode == ROWLOCK_TLS_DISABLED ? "DISABLED"
+                             : *mode == ROWLOCK_TLS_PREFERRED ? "PREFERRED" : "REQUIRED");
+    if ((*mode == ROWLOCK_TLS_VERIFY_CA || *mode == ROWLOCK_TLS_VERIFY_IDENTITY) && !o->tls_ca &&
+        !has_file_ca(files))
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "connect: TLS mode %s needs a CA file (tls_ca / --ssl-ca, or ssl-ca= in the option file)",
+                             *mode == ROWLOCK_TLS_VERIFY_CA ? "VERIFY_CA" : "VERIFY_IDENTITY");
     return 0;
 }
 
@@ -105,15 +159,22 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
         return rc;
     if (c->connected || c->mysql)
         rowlock__db_close(c);
-    if (o->defaults_file && access(o->defaults_file, R_OK) != 0)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "connect: cannot read defaults file %s: %s", o->defaults_file,
-                             strerror(errno));
-    if ((int)o->tls_mode < ROWLOCK_TLS_DEFAULT || o->tls_mode > ROWLOCK_TLS_VERIFY_IDENTITY)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "connect: unknown TLS mode %d", (int)o->tls_mode);
-    if ((rc = resolve_table(c, o, "connect")))
+    /* The option files are read once, here: [rowlock] table= and the
+     * connection settings come from the same read (a pipe cannot be read
+     * twice), and Connector/C only sees what db.c gives it. */
+    rowlock__opts files;
+    memset(&files, 0, sizeof files);
+    if ((o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES)) &&
+        rowlock__opts_load(&files, o->defaults_file, 1, rowlock__conn_groups) != 0)
+        return rowlock__fail(c, errno == ENOMEM ? ROWLOCK_ENOMEM : ROWLOCK_EINVALID, "connect: %s", files.err);
+    rowlock_tls_mode mode;
+    if ((rc = check_tls(c, o, &files, &mode)) || (rc = resolve_table(c, o, &files, ROWLOCK__GROUP_ROWLOCK, "connect"))) {
+        rowlock__opts_free(&files);
         return rc;
+    }
 
     free_settings(c);
+    c->opts = files;
     if ((rc = dup_opt(c, &c->host, o->host)) || (rc = dup_opt(c, &c->user, o->user)) ||
         (rc = dup_opt(c, &c->password, o->password)) || (rc = dup_opt(c, &c->database, o->database)) ||
         (rc = dup_opt(c, &c->unix_socket, o->unix_socket)) || (rc = dup_opt(c, &c->defaults_file, o->defaults_file)) ||
@@ -123,7 +184,7 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
     c->connect_timeout_ms = o->connect_timeout_ms;
     c->read_timeout_ms = o->read_timeout_ms;
     c->write_timeout_ms = o->write_timeout_ms;
-    c->tls_mode = o->tls_mode;
+    c->tls_mode = mode;
     c->flags = o->flags;
 
     if ((rc = rowlock__db_connect(c)))
@@ -148,8 +209,18 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
         return rc;
     if (c->connected || c->mysql)
         rowlock__db_close(c);
-    if ((rc = resolve_table(c, o, "wrap")))
-        return rc;
+    {
+        static const char *const groups[] = { "rowlock", NULL };
+        rowlock__opts files;
+        memset(&files, 0, sizeof files);
+        if (o && (o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES)) &&
+            rowlock__opts_load(&files, o->defaults_file, 1, groups) != 0)
+            return rowlock__fail(c, errno == ENOMEM ? ROWLOCK_ENOMEM : ROWLOCK_EINVALID, "wrap: %s", files.err);
+        rc = resolve_table(c, o, &files, 0, "wrap");
+        rowlock__opts_free(&files);
+        if (rc)
+            return rc;
+    }
     c->flags = o ? o->flags : 0;
     c->mysql = mysql;
     c->owns_mysql = 0;
@@ -198,6 +269,28 @@ int rowlock__client_clone(rowlock_client **out, const rowlock_client *c)
         (rc = dup_opt(k, &k->unix_socket, c->unix_socket)) || (rc = dup_opt(k, &k->defaults_file, c->defaults_file)) ||
         (rc = dup_opt(k, &k->tls_ca, c->tls_ca)))
         return rc;
+    /* What the option files said, read once by c's connect: the copy
+     * connects with it too, never with the files (they may have changed). */
+    if (c->opts.n > 0) {
+        k->opts.v = calloc(c->opts.n, sizeof *k->opts.v);
+        if (k->opts.v == NULL)
+            return rowlock__fail(k, ROWLOCK_ENOMEM, "connect: out of memory");
+        k->opts.cap = c->opts.n;
+        for (size_t i = 0; i < c->opts.n; i++) {
+            rowlock__optent *d = &k->opts.v[i];
+            const rowlock__optent *e = &c->opts.v[i];
+            d->has_val = e->has_val;
+            d->group = e->group;
+            d->key = strdup(e->key);
+            d->val = strdup(e->val ? e->val : "");
+            if (d->key == NULL || d->val == NULL) {
+                free(d->key);
+                free(d->val);
+                return rowlock__fail(k, ROWLOCK_ENOMEM, "connect: out of memory");
+            }
+            k->opts.n = i + 1;
+        }
+    }
     return 0;
 }
 

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <unistd.h>
 
@@ -260,34 +263,159 @@ void rowlock__db_close(rowlock_client *c)
     rowlock__strategy_session_ended(c); /* what the session held is gone */
 }
 
-static int set_tls(rowlock_client *c, MYSQL *m)
+static const char *tls_mode_name(rowlock_tls_mode m)
+{
+    switch (m) {
+    case ROWLOCK_TLS_DEFAULT: return "DEFAULT";
+    case ROWLOCK_TLS_DISABLED: return "DISABLED";
+    case ROWLOCK_TLS_PREFERRED: return "PREFERRED";
+    case ROWLOCK_TLS_REQUIRED: return "REQUIRED";
+    case ROWLOCK_TLS_VERIFY_CA: return "VERIFY_CA";
+    case ROWLOCK_TLS_VERIFY_IDENTITY: return "VERIFY_IDENTITY";
+    }
+    return "unknown";
+}
+
+/*
+ * TLS modes, as the mysql client's --ssl-mode (client.c has already
+ * checked that the VERIFY modes have a CA, from tls_ca or the option file):
+ *   DISABLED         never TLS (db_connect gives Connector/C no ssl-/tls-
+ *                    key of the option files);
+ *   PREFERRED        TLS when the server offers it, nothing verified;
+ *   REQUIRED         TLS or fail, nothing verified;
+ *   VERIFY_CA        TLS or fail; the chain must lead to the CA (Connector/C
+ *                    verifies the peer whenever a CA is set) but the host
+ *                    name is not compared;
+ *   VERIFY_IDENTITY  VERIFY_CA and the certificate names the host.
+ * Connector/C 3.3 falls back to plain text when the server offers no TLS
+ * unless the host is verified, so db_connect checks afterwards that the
+ * connection is encrypted.
+ */
+static void set_tls(rowlock_client *c, MYSQL *m)
 {
     my_bool yes = 1, no = 0;
-    switch (c->tls_mode) {
-    case ROWLOCK_TLS_DEFAULT:
+    if (c->tls_mode == ROWLOCK_TLS_DEFAULT)
+        return;
+    mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, c->tls_mode == ROWLOCK_TLS_DISABLED ? &no : &yes);
+    if (c->tls_ca && (c->tls_mode == ROWLOCK_TLS_VERIFY_CA || c->tls_mode == ROWLOCK_TLS_VERIFY_IDENTITY))
+        mysql_optionsv(m, MYSQL_OPT_SSL_CA, c->tls_ca);
+    mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, c->tls_mode == ROWLOCK_TLS_VERIFY_IDENTITY ? &yes : &no);
+}
+
+static int key_is(const char *k, const char *const *list)
+{
+    for (; *list; list++)
+        if (strcmp(k, *list) == 0)
+            return 1;
+    return 0;
+}
+
+/* Option-file keys (written with '-') that the client's explicit settings
+ * supersede: Connector/C applies the file over options set before
+ * mysql_real_connect, so they are never given to it. Host, port, socket,
+ * user, password and database need nothing: mysql_real_connect's own
+ * arguments win over the file. */
+static int superseded(const char *k, void *arg)
+{
+    static const char *const timeout[] = { "connect-timeout", "timeout", NULL };
+    static const char *const verify[] = { "ssl-enforce", "tls-enforce", "ssl-verify-server-cert", "tls-verify-peer",
+                                          NULL };
+    static const char *const ca[] = { "ssl-ca", "tls-ca", "ssl-capath", "tls-capath", NULL };
+    static const char *const fp[] = { "ssl-fp", "tls-fp", "ssl-fp-list", "ssl-fplist", "tls-fplist", NULL };
+    const rowlock_client *c = arg;
+    if (strcmp(k, "table") == 0)
+        return 1; /* rowlock's own key */
+    if (c->connect_timeout_ms && key_is(k, timeout))
+        return 1;
+    if (c->tls_mode == ROWLOCK_TLS_DEFAULT)
         return 0;
-    case ROWLOCK_TLS_DISABLED:
-        /* Connector/C only starts TLS when asked; make sure nothing asks. */
-        mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &no);
-        return 0;
-    case ROWLOCK_TLS_PREFERRED:
-        mysql_ssl_set(m, NULL, NULL, c->tls_ca, NULL, NULL);
-        return 0;
-    case ROWLOCK_TLS_REQUIRED:
-        mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &yes);
-        mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &no);
-        return 0;
-    case ROWLOCK_TLS_VERIFY_CA:
-    case ROWLOCK_TLS_VERIFY_IDENTITY:
-        if (c->tls_ca == NULL)
-            return rowlock__fail(c, ROWLOCK_EINVALID, "connect: TLS mode %s needs a CA file (tls_ca / --ssl-ca)",
-                                 c->tls_mode == ROWLOCK_TLS_VERIFY_CA ? "VERIFY_CA" : "VERIFY_IDENTITY");
-        mysql_ssl_set(m, NULL, NULL, c->tls_ca, NULL, NULL);
-        mysql_optionsv(m, MYSQL_OPT_SSL_ENFORCE, &yes);
-        mysql_optionsv(m, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &yes);
-        return 0;
+    /* "connection" is a string of any options, TLS ones included. */
+    if (strcmp(k, "connection") == 0 || key_is(k, verify))
+        return 1;
+    if (c->tls_mode == ROWLOCK_TLS_DISABLED)
+        return strncmp(k, "ssl-", 4) == 0 || strncmp(k, "tls-", 4) == 0;
+    if (c->tls_mode == ROWLOCK_TLS_PREFERRED || c->tls_mode == ROWLOCK_TLS_REQUIRED)
+        return key_is(k, ca) || key_is(k, fp); /* these modes verify nothing */
+    return c->tls_ca && key_is(k, ca); /* the explicit CA is the one */
+}
+
+/* Give Connector/C what the option files said (client.c read them once), as
+ * an anonymous file it can open by name. Returns the descriptor to close
+ * after mysql_real_connect (-1: nothing given), or a rowlock error < -1
+ * ... reported through *rc. */
+static int give_options(rowlock_client *c, MYSQL *m, int *rc, char *tmp_path, size_t tmp_cap)
+{
+    char err[200];
+    size_t len = 0;
+    int fd;
+    char path[64];
+    tmp_path[0] = '\0';
+    *rc = 0;
+    if (!c->defaults_file && !(c->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))
+        return -1; /* no option files: Connector/C reads none either */
+    char *text = rowlock__opts_render(&c->opts, superseded, c, &len, err, sizeof err);
+    if (!text) {
+        *rc = rowlock__fail(c, ROWLOCK_EINVALID, "connect: %s", err);
+        return -1;
     }
-    return rowlock__fail(c, ROWLOCK_EINVALID, "connect: unknown TLS mode %d", (int)c->tls_mode);
+    fd = memfd_create("rowlock-options", MFD_CLOEXEC);
+    if (fd >= 0) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        if (access(path, R_OK) != 0) { /* no /proc */
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(tmp_path, tmp_cap, "%s/rowlock-options.XXXXXX", dir && *dir ? dir : "/tmp");
+        fd = mkostemp(tmp_path, O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            tmp_path[0] = '\0';
+            memset(text, 0, len);
+            free(text);
+            *rc = rowlock__fail(c, ROWLOCK_EDB, "connect: cannot hand the option files to the MySQL library: %s",
+                                strerror(e));
+            return -1;
+        }
+        snprintf(path, sizeof path, "%.63s", tmp_path);
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    memset(text, 0, len);
+    free(text);
+    if (off < len || (tmp_path[0] && strlen(tmp_path) >= sizeof path)) {
+        int e = errno;
+        close(fd);
+        if (tmp_path[0])
+            unlink(tmp_path);
+        tmp_path[0] = '\0';
+        *rc = rowlock__fail(c, ROWLOCK_EDB, "connect: cannot hand the option files to the MySQL library: %s",
+                            strerror(e ? e : EIO));
+        return -1;
+    }
+    mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, path);
+    mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, "rowlock");
+    return fd;
+}
+
+/* The option files' password (the last password= or passwd=; "" if none or
+ * a bare flag), the same value Connector/C would read from them. */
+static const char *file_password(const rowlock_client *c)
+{
+    const char *pw = "";
+    for (size_t i = 0; i < c->opts.n; i++)
+        if (strcmp(c->opts.v[i].key, "password") == 0 || strcmp(c->opts.v[i].key, "passwd") == 0)
+            pw = c->opts.v[i].val;
+    return pw;
 }
 
 int rowlock__db_connect(rowlock_client *c)
@@ -309,23 +437,44 @@ int rowlock__db_connect(rowlock_client *c)
         unsigned int wt = (c->write_timeout_ms + 999) / 1000;
         mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &wt);
     }
-    if (c->defaults_file)
-        mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, c->defaults_file);
-    if (c->defaults_file || (c->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))
-        mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, "rowlock");
     mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     if (c->init_command)
         mysql_optionsv(m, MYSQL_INIT_COMMAND, c->init_command);
-    int rc = set_tls(c, m);
+    set_tls(c, m);
+    char tmp_path[4096];
+    int rc = 0;
+    int fd = give_options(c, m, &rc, tmp_path, sizeof tmp_path);
     if (rc)
         goto fail;
 
+    /* The password: the explicit one, else the option files'; never NULL,
+     * so Connector/C never falls back to the MYSQL_PWD environment variable
+     * (the documented sources of a password are the option files and the
+     * prompt). */
+    const char *password = c->password ? c->password : file_password(c);
     /* No CLIENT_FOUND_ROWS: the strategies read "rows changed" counts. */
-    if (!mysql_real_connect(m, c->host, c->user, c->password, c->database, c->port, c->unix_socket, 0)) {
+    MYSQL *ok = mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->unix_socket, 0);
+    if (fd >= 0)
+        close(fd);
+    if (tmp_path[0])
+        unlink(tmp_path);
+    if (!ok) {
         rc = capture(c, "connect", mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
         if (rc != ROWLOCK_EDB)
             rc = ROWLOCK_EDB;
         goto fail;
+    }
+    {
+        const char *cipher = mysql_get_ssl_cipher(m);
+        int encrypted = cipher != NULL && *cipher;
+        int must = c->tls_mode == ROWLOCK_TLS_REQUIRED || c->tls_mode == ROWLOCK_TLS_VERIFY_CA ||
+                   c->tls_mode == ROWLOCK_TLS_VERIFY_IDENTITY;
+        if ((must && !encrypted) || (c->tls_mode == ROWLOCK_TLS_DISABLED && encrypted)) {
+            rc = rowlock__fail(c, ROWLOCK_EDB, "connect: TLS mode %s, but the connection is %s%s",
+                               tls_mode_name(c->tls_mode), encrypted ? "encrypted" : "not encrypted",
+                               encrypted ? "" : " (the server offers no TLS on this connection)");
+            goto fail;
+        }
     }
     c->connected = 1;
     c->conn_pid = (long)getpid();
@@ -380,7 +529,7 @@ static char *expand(rowlock_client *c, const char *tmpl, long variant)
             o += (size_t)snprintf(out + o, cap - o, "%ld.%03ld", variant / 1000, variant % 1000);
             p += 8;
         } else if (strncmp(p, "{{waits}}", 9) == 0) {
-            o += (size_t)snprintf(out + o, cap - o, "%ld", (variant + 999) / 1000);
+            o += (size_t)snprintf(out + o, cap - o, "%ld", variant / 1000 + (variant % 1000 != 0));
             p += 9;
         } else {
             if (o + 1 >= cap)

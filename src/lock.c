@@ -14,14 +14,8 @@
  * message stays one readable line whatever the name holds. */
 static void quote_name(char *out, size_t cap, const char *name)
 {
-    size_t o = 0;
-    out[o++] = '\'';
-    for (const unsigned char *p = (const unsigned char *)name; *p && o + 6 < cap; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
-        else
-            out[o++] = (char)*p;
-    }
+    out[0] = '\'';
+    size_t o = 1 + rowlock_escape(out + 1, cap - 2, name, strlen(name));
     out[o++] = '\'';
     out[o] = '\0';
 }

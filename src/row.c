@@ -116,9 +116,12 @@ int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_
                              "changes strategy only after the reaper purges its row)",
                              l->shown, l->ops->name, other ? other : "unknown", other ? other : "the same strategy");
     }
-    if (info.exists && info.held && info.owner[0])
+    if (info.exists && info.held && info.owner[0]) {
+        char owner[4 * ROWLOCK_OWNER_MAX + 8]; /* written by another client: escaped */
+        rowlock_escape(owner, sizeof owner, info.owner, strlen(info.owner));
         return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): held by %s for another %lld ms", l->shown,
-                             l->ops->name, info.owner, (long long)info.expires_in_ms);
+                             l->ops->name, owner, (long long)info.expires_in_ms);
+    }
     if (keep.msg[0])
         return rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): busy: %s", l->shown, l->ops->name, keep.msg);
     return rowlock__fail(l->client, ROWLOCK_EBUSY,

@@ -51,6 +51,9 @@ uint32_t rowlock__rand32(uint64_t *state);
 void rowlock__sleep_us(int64_t us);
 /* Returns NULL if valid, else a static reason. */
 const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at);
+/* 0 valid; ROWLOCK_EINVALID (bad characters or length); ROWLOCK__TABLE_RESERVED
+ * (rowlock_schema, or ending in _queue/_token: rowlock's own objects). */
+#define ROWLOCK__TABLE_RESERVED 1
 int rowlock__table_name_check(const char *t);
 /* NULL if the server (mysql_get_server_info, mysql_get_server_version) is
  * one rowlock supports (MariaDB 10.6+), else a static reason. */
@@ -96,6 +99,35 @@ void rowlock__error_restore(struct rowlock_client *c, const rowlock__errsave *s)
  * defaults_file (errno set). */
 int rowlock__optfile_get(const char *defaults_file, int read_default_files, const char *group,
                          const char *key, char *out, size_t outcap);
+
+/* Everything read from option files for one connect: each key of the
+ * groups asked for, in file order (key with '_' written '-'; a flag has
+ * has_val 0 and val ""). */
+typedef struct rowlock__optent {
+    char *key;
+    char *val;
+    int has_val;
+    int group; /* index into the groups given to rowlock__opts_load */
+} rowlock__optent;
+typedef struct rowlock__opts {
+    rowlock__optent *v;
+    size_t n, cap;
+    char err[400]; /* why loading failed (user input escaped) */
+} rowlock__opts;
+/* Read `defaults_file` (or, when NULL and read_default_files, the standard
+ * files) once. Returns 0, or -1 with o->err and errno set (then o is empty).
+ * Non-regular files other than pipes, files over 1 MiB and lookups over
+ * 8 MiB are refused, included files too. */
+int rowlock__opts_load(rowlock__opts *o, const char *defaults_file, int read_default_files,
+                       const char *const *groups);
+/* The last entry of `key` in group index `group` (-1: any group), or NULL. */
+const rowlock__optent *rowlock__opts_find(const rowlock__opts *o, int group, const char *key);
+/* The entries as one "[client]" option file for Connector/C, without those
+ * for which drop(key) is true (keys are given with '-'). NULL on error
+ * (message in err). The result may hold a password: zero it before free. */
+char *rowlock__opts_render(const rowlock__opts *o, int (*drop)(const char *key, void *arg), void *arg,
+                           size_t *len, char *err, size_t errcap);
+void rowlock__opts_free(rowlock__opts *o);
 
 /* ---- db.c ------------------------------------------------------------------ */
 enum { ROWLOCK__T_STR = 1, ROWLOCK__T_U64, ROWLOCK__T_I64, ROWLOCK__T_DBL };
@@ -205,6 +237,9 @@ void rowlock__db_thread_init(void);
 void rowlock__db_thread_end(void);
 
 /* ---- client.c -------------------------------------------------------------- */
+/* The option-file groups a connection reads (Connector/C's three and ours). */
+#define ROWLOCK__GROUP_ROWLOCK 3
+extern const char *const rowlock__conn_groups[];
 #define ROWLOCK__STMT_CACHE 48
 #define ROWLOCK__STRATEGY_SLOTS 8 /* strategy ids 0-7 */
 
@@ -228,6 +263,10 @@ struct rowlock_client {
     char *host, *user, *password, *database, *unix_socket, *defaults_file, *tls_ca;
     unsigned int port, connect_timeout_ms, read_timeout_ms, write_timeout_ms;
     rowlock_tls_mode tls_mode;
+    /* What the option files said, read once at connect (optfile.c); the
+     * connection (and every reconnect) gets it through db.c, never the
+     * files themselves. */
+    rowlock__opts opts;
 
     /* Last error. */
     char errmsg[ROWLOCK__ERRMSG_MAX];

@@ -25,8 +25,10 @@ ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
 
 ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found)
 {
-    if (c == NULL || found == NULL)
+    if (c == NULL)
         return ROWLOCK_EINVALID;
+    if (found == NULL)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "schema version: found is NULL");
     *found = 0;
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     rowlock__res res;

@@ -120,10 +120,12 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
             l->token = f->token;
             return 0;
         }
+        char held[64];
+        rowlock_escape(held, sizeof held, f->name, strlen(f->name));
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "acquire %s (for-update): this client already holds for-update lock '%.60s' in its "
+                             "acquire %s (for-update): this client already holds for-update lock '%s' in its "
                              "transaction; use another client for a second for-update lock",
-                             l->shown, f->name);
+                             l->shown, held);
     }
     int rc = check_cluster(l);
     if (rc)
@@ -134,6 +136,10 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                              "starts its own",
                              l->shown);
 
+    /* A wait beyond the longest lease is a wait for ever (and keeps the
+     * arithmetic below and the statement's seconds from overflowing). */
+    if (wait_ms > ROWLOCK_LEASE_MAX_MS)
+        wait_ms = ROWLOCK_WAIT_FOREVER;
     const int64_t start = rowlock__now_us();
     for (int created = 0;; created = 1) {
         if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -124,6 +125,12 @@ const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at
     return NULL;
 }
 
+static int ends_with_ci(const char *s, size_t n, const char *suffix)
+{
+    size_t k = strlen(suffix);
+    return n >= k && strncasecmp(s + n - k, suffix, k) == 0;
+}
+
 int rowlock__table_name_check(const char *t)
 {
     if (t == NULL || *t == '\0')
@@ -134,7 +141,15 @@ int rowlock__table_name_check(const char *t)
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_'))
             return ROWLOCK_EINVALID;
     }
-    return n <= ROWLOCK_TABLE_MAX ? 0 : ROWLOCK_EINVALID;
+    if (n > ROWLOCK_TABLE_MAX)
+        return ROWLOCK_EINVALID;
+    /* rowlock's own objects: the version table, and every lock table's
+     * sequence and queue (a lock table "x_queue" would be table x's queue).
+     * Compared without case: table names may be case-insensitive on the
+     * server (lower_case_table_names). */
+    if (strcasecmp(t, "rowlock_schema") == 0 || ends_with_ci(t, n, "_queue") || ends_with_ci(t, n, "_token"))
+        return ROWLOCK__TABLE_RESERVED;
+    return 0;
 }
 
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)
@@ -177,4 +192,62 @@ const char *rowlock__server_check(const char *info, unsigned long version)
 ROWLOCK_EXTERN const char *rowlock_version(void)
 {
     return ROWLOCK_VERSION_STRING;
+}
+
+ROWLOCK_EXTERN size_t rowlock_escape(char *out, size_t cap, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0, i = 0;
+    if (out == NULL || cap == 0)
+        return 0;
+    if (s == NULL)
+        n = 0;
+    while (i < n) {
+        char piece[16];
+        size_t plen = 0, used = 1;
+        unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
+            piece[plen++] = (char)c;
+        } else if (c == '\\') {
+            piece[plen++] = '\\';
+            piece[plen++] = '\\';
+        } else if (c >= 0x80) {
+            size_t bad = 0;
+            size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+            int c1 = c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
+            if (!c1 && i + len <= n && rowlock__utf8_check(p + i, len, &bad) == NULL) {
+                memcpy(piece, p + i, len);
+                plen = len;
+                used = len;
+            } else if (c1) {
+                /* U+0080-U+009F: one escape for the code point */
+                piece[plen++] = '\\';
+                piece[plen++] = 'u';
+                piece[plen++] = '0';
+                piece[plen++] = '0';
+                piece[plen++] = hex[(p[i + 1] >> 4) & 0xf];
+                piece[plen++] = hex[p[i + 1] & 0xf];
+                used = 2;
+            }
+        }
+        if (plen == 0) {
+            piece[plen++] = '\\';
+            piece[plen++] = 'x';
+            piece[plen++] = hex[c >> 4];
+            piece[plen++] = hex[c & 0xf];
+        }
+        /* Keep room for "..." and the NUL unless this is the last piece. */
+        if (o + plen + (i + used < n ? 3 : 0) + 1 > cap) {
+            size_t k = 0;
+            while (k < 3 && o + 1 < cap)
+                out[o++] = '.', k++;
+            break;
+        }
+        memcpy(out + o, piece, plen);
+        o += plen;
+        i += used;
+    }
+    out[o] = '\0';
+    return o;
 }

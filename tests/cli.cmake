@@ -20,3 +20,14 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
     TIMEOUT 900)
   unset(_cli_defaults_file)
 endif()
+
+# issue 13: the main cases as the least-privilege account of sql/grants.sql,
+# and a read-only account's refusal (uses the shared sandbox's root.cnf).
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper AND TARGET tool_rowlock_demo)
+  add_test(NAME privileges COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_privileges.sh)
+  set_tests_properties(privileges PROPERTIES
+    LABELS "db"
+    FIXTURES_REQUIRED sandbox
+    ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_DEFAULTS_FILE=${ROWLOCK_TEST_DEFAULTS_FILE};ROWLOCK_SANDBOX_DIR=${ROWLOCK_SANDBOX_DIR};ROWLOCK_GRANTS=${PROJECT_SOURCE_DIR}/sql/grants.sql"
+    TIMEOUT 600)
+endif()

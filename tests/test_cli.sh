@@ -893,5 +893,77 @@ check $? "stress: $reaps reaper runs racing $total acquisitions never deleted a 
     "$(cat "$SD/fail" 2>/dev/null | head -n 10)" "$(tail -n 5 "$SD"/w*.err 2>/dev/null)" "$(tail -n 5 "$SD/reaper.err" 2>/dev/null)"
 
 # ===========================================================================
+# Hostile input (issue 13): descriptors, secrets, escaping, grammar, option files
+# ===========================================================================
+# raw_controls FILE: true if FILE holds a C0 control other than newline, DEL,
+# or a C1 control (UTF-8 C2 80-9F)
+raw_controls() { LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$1"; }
+
+# item 2: started with fds 3..4200 open, COMMAND must not get the database
+# socket (it lands above 4096, where the old bitmap stopped looking).
+cap bash -c 'ulimit -n 8192 || exit 99
+    for ((i = 3; i <= 4200; i++)); do eval "exec $i</dev/null"; done
+    exec "$@"' fds timeout -k 10 "$TMO" "$RL" --table "$TABLE" run "${P}fds" -- \
+    sh -c 'n=0; for f in /proc/$$/fd/*; do case $(readlink "$f") in socket:*) n=$((n+1));; esac; done; echo "sockets=$n"'
+[[ $RC == 0 ]] && grep -qx 'sockets=0' "$W/out"
+check $? "run: with fds 3..4200 open, COMMAND inherits no socket (the connection sits above fd 4096)" \
+    "exit $RC" "$(show "$W/out")" "$(show "$W/err")"
+
+# item 5: MYSQL_PWD never reaches COMMAND
+cap env MYSQL_PWD=not-for-the-child "$RL" --table "$TABLE" run "${P}pwd" -- sh -c 'test -z "${MYSQL_PWD+set}"'
+expect_rc 0 "run: MYSQL_PWD is removed from COMMAND's environment"
+
+# item 13: the grammar is options, NAME, COMMAND; a word after --password is
+# never the lock name, and the refusal does not echo it
+cap rl run --password s3cr3t-word -- true
+[[ $RC == 64 ]] && ! grep -q 's3cr3t-word' "$W/err" && (($(wc -l <"$W/err") == 1)) &&
+    grep -q -- '--password takes no value' "$W/err"
+check $? "run --password WORD -- CMD is refused without prompting and without echoing WORD" \
+    "exit $RC" "$(show "$W/err")"
+expect_usage "run: an option after NAME is refused, not run as COMMAND" rl run "${P}x" -w 5 true
+cap rl run --password -- "${P}pw" true </dev/null
+[[ $RC != 0 ]] && ! grep -q 'would be taken as the lock NAME' "$W/err"
+check $? "run --password -- NAME CMD is the accepted form (it prompts; no terminal here)" "exit $RC" "$(show "$W/err")"
+
+# item 9: user input in messages is escaped: one line, no raw control bytes
+# esc_case DESC ARGS...: exit 64, one stderr line, no raw control byte in it
+esc_case() {
+    local desc=$1 lines
+    shift
+    cap "$RL" --table "$TABLE" "$@"
+    lines=$(wc -l <"$W/err")
+    ((RC == 64 && lines == 1)) && ! raw_controls "$W/err"
+    check $? "escaping: $desc gives one escaped stderr line (exit 64)" "exit $RC, $lines lines" \
+        "$(od -c "$W/err" | head -n 6)"
+}
+esc_case "--ssl-mode with a newline" --ssl-mode $'X\nrowlock: forged line' list
+esc_case "--port with an OSC sequence" --port $'1\e]0;owned\a' list
+esc_case "--connect-timeout with a C1 CSI" --connect-timeout $'\xc2\x9b''31m' list
+esc_case "--defaults-file with a newline" --defaults-file $'/nonexistent/\nrowlock: forged' list
+esc_case "run -s with ESC" run -s $'\e[2J''strategy' n true
+esc_case "run --wait with a raw 0x9b byte" run --wait $'\x9b''5' n true
+esc_case "run NAME with invalid UTF-8" run $'\xff\xfe''bad' true
+esc_case "run: unknown option with ESC" run $'--\e[31mred' n true
+cap "$RP" --table "$TABLE" --grace $'1\n''rowlock-reaper: forged'
+((RC == 64 && $(wc -l <"$W/err") == 1)) && ! raw_controls "$W/err"
+check $? "escaping: rowlock-reaper --grace with a newline stays one line" "$(od -c "$W/err" | head -n 4)"
+
+# items 3 and 4: option files that are pipes, devices, FIFOs
+# (no --table: the library reads [rowlock] table= and the connection from the one pipe)
+cap timeout -k 10 "$TMO" "$RL" --defaults-file=<(cat "$ROWLOCK_DEFAULTS_FILE"; printf '\n[rowlock]\ntable=%s\n' "$TABLE") list
+expect_rc 0 "--defaults-file=<(cat FILE) is read once and used for table= and the connection (not the default server)"
+cap timeout -k 5 30 "$RL" --table "$TABLE" --defaults-file=/dev/zero list
+((RC == 64)) && grep -q '/dev/zero' "$W/err"
+check $? "--defaults-file=/dev/zero is refused at once (64), not read for ever" "exit $RC" "$(show "$W/err")"
+mkfifo "$W/fifo.cnf"
+cap timeout -k 5 30 "$RL" --table "$TABLE" --defaults-file="$W/fifo.cnf" list
+((RC != 124 && RC != 137))
+check $? "--defaults-file=FIFO without a writer does not hang" "exit $RC" "$(show "$W/err")"
+printf '[client]\n!include /dev/zero\n' >"$W/inc-zero.cnf"
+cap timeout -k 5 30 "$RL" --table "$TABLE" --defaults-file="$W/inc-zero.cnf" list
+((RC == 64)) && grep -q '/dev/zero' "$W/err"
+check $? "an option file with !include /dev/zero is refused (64)" "exit $RC" "$(show "$W/err")"
+
+# ===========================================================================
 printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
 ((FAILED == 0))

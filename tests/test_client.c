@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define CLIENT_FOUND_ROWS_FLAG 2UL /* CLIENT_FOUND_ROWS from mysql_com.h */
 
@@ -441,6 +444,235 @@ static void test_optfile__an_unreadable_defaults_file_is_einvalid(void **state)
         fail_msg("a directory was accepted as defaults file");
 }
 
+/* ---- hostile input (issue 13) ------------------------------------------------------------------------------- */
+
+/* An option file with the shared server's [client] settings minus `skip`
+ * (NULL: none), then `extra` lines (may be NULL) in [client]. */
+static void write_optfile_extra(char *path, size_t cap, const char *skip, const char *extra)
+{
+    static const char *keys[] = { "host", "port", "socket", "user", "password", "database" };
+    char val[512];
+    FILE *f;
+    int fd;
+    snprintf(path, cap, "/tmp/rowlock-test-optfile.XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "[client]\n");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if ((!skip || strcmp(skip, keys[i]) != 0) && tu_optfile_get(tu_defaults_file(), "client", keys[i], val, sizeof val))
+            fprintf(f, "%s=%s\n", keys[i], val);
+    if (extra)
+        fprintf(f, "%s\n", extra);
+    fclose(f);
+}
+
+/* Item 1: the option file is read by Connector/C after the explicit options
+ * were set; an explicit DISABLED must not be turned into "TLS with a
+ * verified server" by the file (this server offers no TLS). */
+static void test_hostile__file_tls_settings_do_not_override_explicit_disabled(void **state)
+{
+    (void)state;
+    char path[64];
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    write_optfile_extra(path, sizeof path, NULL, "ssl-verify-server-cert=1\nssl-ca=/nonexistent/ca.pem");
+    o.defaults_file = path;
+    o.table = "t_client";
+    o.tls_mode = ROWLOCK_TLS_DISABLED;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    unlink(path);
+}
+
+/* Item 1: connect-timeout=25 in the file must not beat an explicit 1 s. A
+ * listening socket that never accepts: the TCP handshake completes, the
+ * server greeting never comes. */
+static void test_hostile__explicit_connect_timeout_beats_the_file(void **state)
+{
+    (void)state;
+    char path[64], extra[128];
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(s >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(s, 8), 0);
+    assert_int_equal(getsockname(s, (struct sockaddr *)&a, &alen), 0);
+    snprintf(extra, sizeof extra, "connect-timeout=25\nhost=127.0.0.1\nport=%u", (unsigned)ntohs(a.sin_port));
+    write_optfile_extra(path, sizeof path, "socket", extra);
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = path;
+    o.table = "t_client";
+    o.connect_timeout_ms = 1000;
+    double ms;
+    TU_TIMED(ms, assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EDB, c));
+    close(s);
+    unlink(path);
+    if (ms > 12000)
+        fail_msg("connect took %.0f ms: the file's connect-timeout=25 beat the explicit 1 s", ms);
+}
+
+/* Item 3: a pipe as defaults file (--defaults-file=<(cat f)) is read once;
+ * the connection uses its settings (it used to fall back to the default
+ * server socket after the library had drained the pipe). */
+static void test_hostile__a_pipe_as_defaults_file_is_read_once_and_used(void **state)
+{
+    (void)state;
+    char path[64], buf[4096], fdpath[64];
+    int p[2];
+    write_optfile_extra(path, sizeof path, NULL, "[rowlock]\ntable=t_client");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    unlink(path);
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], buf, n), (ssize_t)n);
+    close(p[1]);
+    snprintf(fdpath, sizeof fdpath, "/dev/fd/%d", p[0]);
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = fdpath;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    close(p[0]);
+    assert_string_equal(rowlock_client_table(c), "t_client");
+    rowlock_lock *l = tu_lock(c, "from-a-pipe", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 1000), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    tu_lock_free(l);
+}
+
+/* Item 4: endless and blocking files are refused before Connector/C sees them. */
+static void test_hostile__devices_and_endless_includes_are_refused(void **state)
+{
+    (void)state;
+    char path[64];
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.table = "t_client";
+    alarm(60); /* it used to spin for ever */
+    o.defaults_file = "/dev/zero";
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "/dev/zero");
+    write_optfile_extra(path, sizeof path, NULL, "!include /dev/urandom");
+    o.defaults_file = path;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "/dev/urandom");
+    unlink(path);
+    alarm(0);
+}
+
+/* Item 5: MYSQL_PWD is not a source of passwords. */
+static void test_hostile__mysql_pwd_is_not_honoured(void **state)
+{
+    (void)state;
+    char path[64], pw[256];
+    assert_true(tu_optfile_get(tu_defaults_file(), "client", "password", pw, sizeof pw));
+    write_optfile_extra(path, sizeof path, "password", NULL);
+    setenv("MYSQL_PWD", pw, 1);
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = path;
+    o.table = "t_client";
+    int rc = rowlock_client_connect(c, &o);
+    unlink(path);
+    assert_rc(rc, ROWLOCK_EDB, c);
+    assert_msg_has(c, "denied");
+    /* A bare "password" flag in the file is no password either. */
+    write_optfile_extra(path, sizeof path, "password", "password");
+    rc = rowlock_client_connect(c, &o);
+    unsetenv("MYSQL_PWD");
+    unlink(path);
+    assert_rc(rc, ROWLOCK_EDB, c);
+    assert_msg_has(c, "denied");
+}
+
+/* Item 7: a wrong released->version is refused before anything is released. */
+static void test_hostile__force_release_checks_the_version_first(void **state)
+{
+    (void)state;
+    rowlock_client *c = tu_client("t_client");
+    rowlock_client *admin = tu_client("t_client");
+    rowlock_lock *l = tu_lock(c, "force-version", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    info.version = 999;
+    assert_rc(rowlock_force_release(admin, "force-version", &info), ROWLOCK_EINVALID, admin);
+    rowlock_info now = ROWLOCK_INFO_INIT;
+    tu_inspect(l, &now);
+    if (!now.held)
+        fail_msg("the lock was released although the call reported EINVALID");
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+/* Item 8: huge waits and budgets are clamped, not overflowed (UBSan). */
+static void test_hostile__int64_max_waits_do_not_overflow(void **state)
+{
+    (void)state;
+    rowlock_client *c = tu_client("t_client");
+    rowlock_lock *l = tu_lock(c, "huge-wait", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(l, INT64_MAX, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.max_ms = INT64_MAX;
+    ro.grace_ms = 3600 * 1000;
+    assert_rc(rowlock_reap(c, &ro, &st), 0, c);
+    assert_int_equal(st.complete, 1);
+}
+
+/* Item 10: every EINVALID has a message. */
+static void test_hostile__schema_version_null_sets_a_message(void **state)
+{
+    (void)state;
+    rowlock_client *c = tu_client("t_client");
+    assert_rc(rowlock_schema_version(c, NULL), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "NULL");
+}
+
+/* Item 11: an overlong [rowlock] table= names the limit, not ENAMETOOLONG. */
+static void test_hostile__overlong_table_in_the_file_names_the_limit(void **state)
+{
+    (void)state;
+    char path[64], extra[400];
+    memset(extra, 0, sizeof extra);
+    strcpy(extra, "[rowlock]\ntable=");
+    memset(extra + strlen(extra), 'x', 200);
+    write_optfile_extra(path, sizeof path, NULL, extra);
+    rowlock_client *c = new_client();
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = path;
+    assert_rc(rowlock_client_connect(c, &o), ROWLOCK_EINVALID, c);
+    unlink(path);
+    assert_msg_has(c, "200 bytes, the limit is 57");
+    if (tu_strcasestr(rowlock_client_errmsg(c), "File name too long"))
+        fail_msg("%s", rowlock_client_errmsg(c));
+}
+
+/* Item 12: rowlock's own objects are not lock tables. */
+static void test_hostile__reserved_table_names_are_refused(void **state)
+{
+    (void)state;
+    static const char *bad[] = { "rowlock_schema", "ROWLOCK_SCHEMA", "t_client_queue", "t_client_token",
+                                 "x_Queue" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rowlock_client *c = new_client();
+        if (try_connect(c, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK) != ROWLOCK_EINVALID)
+            fail_msg("table name %s was accepted", bad[i]);
+        assert_msg_has(c, "rowlock's own tables");
+        rowlock_client *m = new_client();
+        if (try_connect(m, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK) == 0 && rowlock_migrate(m, 0, NULL, NULL) == 0)
+            fail_msg("migrate created lock table %s", bad[i]);
+    }
+}
+
 /* ---- wrapping an application's connection ------------------------------------------------------------------ */
 
 static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
@@ -536,6 +768,16 @@ int main(int argc, char **argv)
         TU_TEST(test_optfile__client_settings_and_rowlock_table_are_used),
         TU_TEST(test_optfile__a_bad_table_in_the_file_is_einvalid),
         TU_TEST(test_optfile__an_unreadable_defaults_file_is_einvalid),
+        TU_TEST(test_hostile__file_tls_settings_do_not_override_explicit_disabled),
+        TU_TEST(test_hostile__explicit_connect_timeout_beats_the_file),
+        TU_TEST(test_hostile__a_pipe_as_defaults_file_is_read_once_and_used),
+        TU_TEST(test_hostile__devices_and_endless_includes_are_refused),
+        TU_TEST(test_hostile__mysql_pwd_is_not_honoured),
+        TU_TEST(test_hostile__force_release_checks_the_version_first),
+        TU_TEST(test_hostile__int64_max_waits_do_not_overflow),
+        TU_TEST(test_hostile__schema_version_null_sets_a_message),
+        TU_TEST(test_hostile__overlong_table_in_the_file_names_the_limit),
+        TU_TEST(test_hostile__reserved_table_names_are_refused),
         TU_TEST(test_wrap__uses_the_connection_and_free_does_not_close_it),
         TU_TEST(test_wrap__null_connection_and_found_rows_are_refused),
         TU_TEST(test_wrap__lease_locks_refuse_an_open_application_transaction),

@@ -291,6 +291,45 @@ static void test_table_name_check__refuses_everything_else(void **state)
             fail_msg("table name \"%s\" was accepted", bad[i]);
 }
 
+static void test_table_name_check__refuses_rowlocks_own_objects(void **state)
+{
+    (void)state;
+    const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (rowlock__table_name_check(bad[i]) != ROWLOCK__TABLE_RESERVED)
+            fail_msg("table name \"%s\" was not refused as reserved", bad[i]);
+    assert_int_equal(rowlock__table_name_check("queue_locks"), 0);
+    assert_int_equal(rowlock__table_name_check("rowlock_schemas"), 0);
+    assert_int_equal(rowlock__table_name_check("tokens"), 0);
+}
+
+static void test_escape__controls_c1_and_bad_utf8_never_reach_the_output(void **state)
+{
+    (void)state;
+    char out[128];
+    rowlock_escape(out, sizeof out, "a\nrowlock: forged", 17);
+    assert_string_equal(out, "a\\x0arowlock: forged");
+    rowlock_escape(out, sizeof out, "\x1b]0;title\x07", 10);
+    assert_string_equal(out, "\\x1b]0;title\\x07");
+    rowlock_escape(out, sizeof out, "\xc2\x9b" "31m\xc2\x9d", 7);     /* C1 CSI, OSC */
+    assert_string_equal(out, "\\u009b31m\\u009d");
+    rowlock_escape(out, sizeof out, "\xff\xc3(\x7f\\", 5);
+    assert_string_equal(out, "\\xff\\xc3(\\x7f\\\\");
+    rowlock_escape(out, sizeof out, "caf\xc3\xa9 \xe2\x82\xac", 9);   /* valid UTF-8 stays */
+    assert_string_equal(out, "caf\xc3\xa9 \xe2\x82\xac");
+    rowlock_escape(out, 8, "abcdefghijkl", 12);                      /* cut, marked */
+    assert_string_equal(out, "abcd...");
+    rowlock_escape(out, 8, "ab\xe2\x82\xac\xe2\x82\xac", 8);          /* never half a character */
+    assert_string_equal(out, "ab...");
+    for (int c = 0; c < 256; c++) {
+        char in[1] = { (char)c };
+        rowlock_escape(out, sizeof out, in, 1);
+        for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+            if (*p < 0x20 || *p == 0x7f || *p >= 0x80)
+                fail_msg("byte 0x%02x escaped to a raw byte 0x%02x", c, *p);
+    }
+}
+
 /* ---- lock names ------------------------------------------------------------------------------- */
 
 static void test_name_check__accepts_1_to_255_bytes_of_utf8(void **state)
@@ -520,6 +559,8 @@ int main(void)
         cmocka_unit_test(test_db_classify__maps_server_errors),
         cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
         cmocka_unit_test(test_table_name_check__refuses_everything_else),
+        cmocka_unit_test(test_table_name_check__refuses_rowlocks_own_objects),
+        cmocka_unit_test(test_escape__controls_c1_and_bad_utf8_never_reach_the_output),
         cmocka_unit_test(test_name_check__accepts_1_to_255_bytes_of_utf8),
         cmocka_unit_test(test_name_check__refuses_bad_names_with_a_reason),
         cmocka_unit_test(test_name_check__counts_bytes_not_characters),

@@ -660,6 +660,92 @@ static void test_optfile__mariadb_home_replaces_mysql_home(void **state)
     assert_int_equal(rowlock__optfile_get(NULL, 1, G, "mh", out, sizeof(out)), 0);
 }
 
+/* ---- hostile files (issue 13) ----------------------------------------------- */
+
+/* Each call must return within the alarm: these used to spin or block for ever. */
+static void test_optfile__devices_are_refused_not_read(void **state)
+{
+    char out[16];
+    (void)state;
+    alarm(20);
+    errno = 0;
+    assert_int_equal(rowlock__optfile_get("/dev/zero", 0, G, "table", out, sizeof(out)), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(rowlock__optfile_get("/dev/urandom", 0, G, "table", out, sizeof(out)), -1);
+    put("inc_zero.cnf", "[" G "]\ntable=before\n!include /dev/zero\ntable=after\n");
+    assert_int_equal(get("inc_zero.cnf", "table", out, sizeof(out)), -1);
+    alarm(0);
+}
+
+static void test_optfile__a_fifo_without_writer_does_not_block(void **state)
+{
+    char out[16];
+    (void)state;
+    assert_int_equal(mkfifo(P("fifo.cnf"), 0600), 0);
+    alarm(20);
+    assert_int_equal(get("fifo.cnf", "table", out, sizeof(out)), 0); /* empty: nothing found */
+    put("inc_fifo.cnf", "[" G "]\n!include " );
+    {
+        FILE *f = fopen(P("inc_fifo.cnf"), "a");
+        assert_non_null(f);
+        fprintf(f, "%s\ntable=x\n", P("fifo.cnf"));
+        fclose(f);
+    }
+    assert_value("inc_fifo.cnf", "table", "x");
+    alarm(0);
+}
+
+static void test_optfile__a_pipe_is_read_once(void **state)
+{
+    char out[32], path[64];
+    int p[2];
+    const char text[] = "[" G "]\ntable=from_pipe\n";
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(p[1]);
+    snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+    assert_int_equal(rowlock__optfile_get(path, 0, G, "table", out, sizeof(out)), 1);
+    assert_string_equal(out, "from_pipe");
+    close(p[0]);
+}
+
+static void test_optfile__files_over_1_mib_are_refused(void **state)
+{
+    char out[16];
+    FILE *f;
+    (void)state;
+    f = fopen(P("big.cnf"), "w");
+    assert_non_null(f);
+    fprintf(f, "[" G "]\ntable=t\n");
+    for (int i = 0; i < 40000; i++)
+        fprintf(f, "# a comment line that makes this file large, line %06d\n", i);
+    fclose(f);
+    errno = 0;
+    assert_int_equal(get("big.cnf", "table", out, sizeof(out)), -1);
+    assert_int_equal(errno, EFBIG);
+}
+
+static void test_optfile__render_quotes_values_and_drops_superseded_keys(void **state)
+{
+    static const char *const groups[] = { "client", G, NULL };
+    rowlock__opts o;
+    char err[200];
+    size_t len = 0;
+    char *text;
+    (void)state;
+    put("render.cnf", "[client]\nhost = h # c\npassword=\"p\\\"w\\\\\"\nssl_ca=/ca.pem\nflag\n"
+                      "[" G "]\ntable=t\nweird key=1\n");
+    assert_int_equal(rowlock__opts_load(&o, P("render.cnf"), 0, groups), 0);
+    text = rowlock__opts_render(&o, NULL, NULL, &len, err, sizeof err);
+    assert_non_null(text);
+    assert_string_equal(text, "[client]\nhost=\"h\"\npassword=\"p\\\"w\\\\\"\nssl-ca=\"/ca.pem\"\nflag\ntable=\"t\"\n");
+    free(text);
+    assert_string_equal(rowlock__opts_find(&o, 1, "table")->val, "t");
+    assert_null(rowlock__opts_find(&o, 0, "table"));
+    rowlock__opts_free(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -688,6 +774,11 @@ int main(void)
                                         restore_saved_env),
         cmocka_unit_test_setup_teardown(test_optfile__mariadb_home_replaces_mysql_home, save_env,
                                         restore_saved_env),
+        cmocka_unit_test(test_optfile__devices_are_refused_not_read),
+        cmocka_unit_test(test_optfile__a_fifo_without_writer_does_not_block),
+        cmocka_unit_test(test_optfile__a_pipe_is_read_once),
+        cmocka_unit_test(test_optfile__files_over_1_mib_are_refused),
+        cmocka_unit_test(test_optfile__render_quotes_values_and_drops_superseded_keys),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

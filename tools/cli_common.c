@@ -341,7 +341,7 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
     case OPT_PORT: {
         unsigned long long p;
         if (cli_parse_uint(val, 1, 65535, &p) != 0) {
-            fprintf(stderr, "%s: --port: '%s' is not a port number (1-65535)\n", prog, val);
+            fprintf(stderr, "%s: --port: '%s' is not a port number (1-65535)\n", prog, cli_q(val));
             return -1;
         }
         cc->opts.port = (unsigned int)p;
@@ -366,7 +366,7 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
     case OPT_SSL_MODE:
         if (parse_tls_mode(val, &cc->opts.tls_mode) != 0) {
             fprintf(stderr, "%s: --ssl-mode: unknown mode '%s' (DISABLED, PREFERRED, REQUIRED, "
-                            "VERIFY_CA, VERIFY_IDENTITY)\n", prog, val);
+                            "VERIFY_CA, VERIFY_IDENTITY)\n", prog, cli_q(val));
             return -1;
         }
         break;
@@ -377,7 +377,7 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
         double s = cli_parse_seconds(val);
         if (s <= 0 || s * 1000.0 > (double)UINT_MAX) {
             fprintf(stderr, "%s: --connect-timeout: '%s' is not a positive number of seconds\n",
-                    prog, val);
+                    prog, cli_q(val));
             return -1;
         }
         cc->opts.connect_timeout_ms = (unsigned int)(s * 1000.0 + 0.5);
@@ -545,13 +545,14 @@ int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowl
     if (cc->opts.defaults_file != NULL) {
         struct stat st;
         int e = 0;
-        int fd = open(cc->opts.defaults_file, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO without writer must not hang here. */
+        int fd = open(cc->opts.defaults_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         const char *src = cc->opts.defaults_file == getenv("ROWLOCK_DEFAULTS_FILE")
                               ? " (from ROWLOCK_DEFAULTS_FILE)"
                               : "";
         if (fd < 0) {
             fprintf(stderr, "%s: cannot read defaults file '%s'%s: %s\n", prog,
-                    cc->opts.defaults_file, src, strerror(errno));
+                    cli_q(cc->opts.defaults_file), src, strerror(errno));
             return CLI_EX_USAGE;
         }
         if (fstat(fd, &st) != 0)
@@ -560,7 +561,7 @@ int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowl
             e = EISDIR;
         if (e != 0) {
             fprintf(stderr, "%s: cannot read defaults file '%s'%s: %s\n", prog,
-                    cc->opts.defaults_file, src, strerror(e));
+                    cli_q(cc->opts.defaults_file), src, strerror(e));
             if (close(fd) != 0) { /* opened read-only: nothing lost */ }
             return CLI_EX_USAGE;
         }
@@ -766,25 +767,29 @@ int64_t cli_mono_us(void)
 
 char *cli_human_str(const char *s, size_t *width)
 {
-    size_t n = strlen(s), k, o = 0, w = 0;
-    char *out = malloc(n * 4 + 1);
+    /* rowlock_escape: the one escaping of the library and every tool. */
+    size_t n = strlen(s), cap = n * 6 + 4, w = 0;
+    char *out = malloc(cap);
 
     if (out == NULL)
         return NULL;
-    for (k = 0; k < n; k++) {
-        unsigned char c = (unsigned char)s[k];
-        if (c < 0x20 || c == 0x7F) {
-            o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
-            w += 4;
-        } else {
-            out[o++] = (char)c;
-            if ((c & 0xC0) != 0x80)
-                w++;
-        }
-    }
-    out[o] = '\0';
+    rowlock_escape(out, cap, s, n);
+    for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+        if ((*p & 0xC0) != 0x80)
+            w++;
     *width = w;
     return out;
+}
+
+const char *cli_q(const char *s)
+{
+    static char bufs[4][1200];
+    static unsigned next;
+    char *b = bufs[next++ % 4];
+    if (s == NULL)
+        return "(null)";
+    rowlock_escape(b, sizeof bufs[0], s, strlen(s));
+    return b;
 }
 
 int cli_finish_stdout(const char *prog, int code)

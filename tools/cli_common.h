@@ -145,6 +145,10 @@ int64_t cli_mono_us(void);
 /* A malloc'd copy of s for terminal output: control bytes as \xNN. *width is
  * its length in code points (for column alignment). NULL on ENOMEM. */
 char *cli_human_str(const char *s, size_t *width);
+/* `s` escaped with rowlock_escape() for a message (one of 4 rotating static
+ * buffers: at most 4 in one printf; long input is cut, ending in "...").
+ * Every message that quotes user input uses it or cli_human_str(). */
+const char *cli_q(const char *s);
 
 /* Flush stdout; a write error (full disk, closed pipe) is a failure: prints
  * one line and returns CLI_EX_UNAVAILABLE (or `code` if already non-zero). */

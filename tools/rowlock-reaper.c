@@ -110,21 +110,21 @@ int main(int argc, char **argv)
             grace_s = cli_parse_seconds(v);
             if (grace_s < 0) {
                 fprintf(stderr, "%s: --grace: '%s' is not a non-negative number of seconds\n",
-                        PROG, v);
+                        PROG, cli_q(v));
                 ex = CLI_EX_USAGE;
                 goto out;
             }
             break;
         case O_BATCH:
             if (cli_parse_uint(v, 1, 100000, &batch) != 0) {
-                fprintf(stderr, "%s: --batch: '%s' is not a number of rows 1-100000\n", PROG, v);
+                fprintf(stderr, "%s: --batch: '%s' is not a number of rows 1-100000\n", PROG, cli_q(v));
                 ex = CLI_EX_USAGE;
                 goto out;
             }
             break;
         case O_PAUSE:
             if (cli_parse_pause(v, &pause) != 0) {
-                fprintf(stderr, "%s: --pause: '%s' is not 'auto' or a number of milliseconds 0-60000\n", PROG, v);
+                fprintf(stderr, "%s: --pause: '%s' is not 'auto' or a number of milliseconds 0-60000\n", PROG, cli_q(v));
                 ex = CLI_EX_USAGE;
                 goto out;
             }
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
             max_s = cli_parse_seconds(v);
             if (max_s <= 0) {
                 fprintf(stderr, "%s: --max-seconds: '%s' is not a positive number of seconds\n",
-                        PROG, v);
+                        PROG, cli_q(v));
                 ex = CLI_EX_USAGE;
                 goto out;
             }

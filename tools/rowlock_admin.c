@@ -138,7 +138,7 @@ static int parse_simple(cli_conn *cc, const char *cmd, const cli_optspec *specs,
     }
     return 0;
 toomany:
-    fprintf(stderr, "%s: %s: unexpected argument '%s'\n", PROG, cmd, argv[p.i]);
+    fprintf(stderr, "%s: %s: unexpected argument '%s'\n", PROG, cmd, cli_q(argv[p.i]));
     return CLI_EX_USAGE;
 }
 

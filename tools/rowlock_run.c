@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,16 +109,25 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
 
 /* ---- file descriptors: keep the database connection out of COMMAND ------- */
 
-#define FDMAP_MAX 4096
+/* The descriptors open at one moment, from /proc/self/fd (no upper bound:
+ * a descriptor >= 4096 counts like any other). */
 typedef struct fdmap {
-    unsigned char open[FDMAP_MAX / 8];
+    int *fds; /* sorted */
+    size_t n;
     int valid;
 } fdmap;
+
+static int int_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
 
 static void fdmap_scan(fdmap *m)
 {
     DIR *d;
     struct dirent *e;
+    size_t cap = 0;
 
     memset(m, 0, sizeof *m);
     d = opendir("/proc/self/fd");
@@ -125,39 +136,71 @@ static void fdmap_scan(fdmap *m)
     while ((e = readdir(d)) != NULL) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
-        if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd >= FDMAP_MAX)
+        if (*end != '\0' || e->d_name[0] == '\0' || fd < 0 || fd > INT_MAX || fd == dirfd(d))
             continue;
-        if (fd == dirfd(d))
-            continue;
-        m->open[fd / 8] |= (unsigned char)(1u << (fd % 8));
+        if (m->n == cap) {
+            int *v = realloc(m->fds, (cap ? cap * 2 : 64) * sizeof *v);
+            if (v == NULL) {
+                free(m->fds);
+                m->fds = NULL;
+                m->n = 0;
+                if (closedir(d) != 0) { /* read-only directory stream */ }
+                return;
+            }
+            m->fds = v;
+            cap = cap ? cap * 2 : 64;
+        }
+        m->fds[m->n++] = (int)fd;
     }
     if (closedir(d) != 0) { /* read-only directory stream: nothing lost */ }
+    qsort(m->fds, m->n, sizeof *m->fds, int_cmp);
     m->valid = 1;
+}
+
+static void fdmap_free(fdmap *m)
+{
+    free(m->fds);
+    memset(m, 0, sizeof *m);
+}
+
+static void set_cloexec(int fd)
+{
+    int fl = fcntl(fd, F_GETFD);
+    if (fl >= 0 && !(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) != 0)
+        fprintf(stderr, "%s: warning: cannot set close-on-exec on fd %d: %s\n", PROG, fd, strerror(errno));
 }
 
 /* Mark close-on-exec every descriptor opened since `before` (the database
  * connection and whatever the client library opened), so COMMAND does not
- * inherit it; descriptors rowlock itself inherited are passed on untouched. */
+ * inherit it; descriptors rowlock itself inherited are passed on untouched.
+ * Without /proc, every descriptor from 3 up is marked (close_range with
+ * CLOSE_RANGE_CLOEXEC where the kernel has it): COMMAND then inherits
+ * nothing but 0-2, which is safe. */
 static void cloexec_new_fds(const fdmap *before)
 {
     fdmap now;
-    int fd;
+    size_t k = 0;
 
-    if (!before->valid)
+    if (before->valid)
+        fdmap_scan(&now);
+    if (!before->valid || !now.valid) {
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+        if (syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0)
+            return;
+#endif
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 && max < 1048576 ? max : 1048576); fd++)
+            set_cloexec((int)fd);
         return;
-    fdmap_scan(&now);
-    if (!now.valid)
-        return;
-    for (fd = 3; fd < FDMAP_MAX; fd++) {
-        int was = (before->open[fd / 8] >> (fd % 8)) & 1;
-        int is = (now.open[fd / 8] >> (fd % 8)) & 1;
-        if (is && !was) {
-            int fl = fcntl(fd, F_GETFD);
-            if (fl >= 0 && !(fl & FD_CLOEXEC) && fcntl(fd, F_SETFD, fl | FD_CLOEXEC) != 0)
-                fprintf(stderr, "%s: warning: cannot set close-on-exec on fd %d: %s\n", PROG, fd,
-                        strerror(errno));
-        }
     }
+    for (size_t i = 0; i < now.n; i++) {
+        int fd = now.fds[i];
+        while (k < before->n && before->fds[k] < fd)
+            k++;
+        if (fd >= 3 && !(k < before->n && before->fds[k] == fd))
+            set_cloexec(fd);
+    }
+    fdmap_free(&now);
 }
 
 /* ---- the run command ---------------------------------------------------- */
@@ -201,7 +244,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
         case RO_STRATEGY:
             if (rowlock_strategy_parse(&ra->strategy, val) != 0) {
                 fprintf(stderr, "%s: run: unknown strategy '%s' (insert, for-update, optimistic)\n",
-                        PROG, val);
+                        PROG, cli_q(val));
                 return CLI_EX_USAGE;
             }
             break;
@@ -212,7 +255,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
             s = cli_parse_seconds(val);
             if (s < 0) {
                 fprintf(stderr, "%s: run: --wait: '%s' is not a non-negative number of seconds\n",
-                        PROG, val);
+                        PROG, cli_q(val));
                 return CLI_EX_USAGE;
             }
             ra->wait_ms = (int64_t)llround(s * 1000.0);
@@ -229,7 +272,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
         case RO_CONFLICT:
             if (cli_parse_uint(val, 0, 255, &u) != 0) {
                 fprintf(stderr, "%s: run: --conflict-exit-code: '%s' is not an exit status 0-255\n",
-                        PROG, val);
+                        PROG, cli_q(val));
                 return CLI_EX_USAGE;
             }
             ra->conflict_code = (int)u;
@@ -248,9 +291,29 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
         fprintf(stderr, "%s: run: missing lock NAME and COMMAND (see rowlock run --help)\n", PROG);
         return CLI_EX_USAGE;
     }
+    /* Grammar (as flock(1)): options, then NAME, then COMMAND. A word right
+     * after --password is never taken as NAME: --password takes no value
+     * (it prompts), so "--password SECRET" would make the secret the lock
+     * name, written to the shared table and COMMAND's environment. The word
+     * is not echoed. */
+    if (p.i > 0 && strcmp(argv[p.i - 1], "--password") == 0) {
+        fprintf(stderr, "%s: run: --password takes no value (it asks on the terminal); the word after it would "
+                        "be taken as the lock NAME: put --password before another option or write "
+                        "'--password --' before NAME\n", PROG);
+        return CLI_EX_USAGE;
+    }
     ra->name = argv[p.i++];
     if (cli_check_name(PROG, "run", ra->name) != 0)
         return CLI_EX_USAGE;
+    /* Options after NAME are refused, not run as COMMAND (or parsed): use
+     * "--" before a COMMAND that starts with '-'. */
+    if (p.i < argc && argv[p.i][0] == '-' && strcmp(argv[p.i], "--") != 0 && strcmp(argv[p.i], "-c") != 0 &&
+        strcmp(argv[p.i], "--command") != 0 && strncmp(argv[p.i], "--command=", 10) != 0) {
+        fprintf(stderr, "%s: run: option '%s' after the lock name %s: options go before NAME (write '--' "
+                        "before a COMMAND that starts with '-')\n", PROG,
+                strncmp(argv[p.i], "--password", 10) == 0 ? "--password" : cli_q(argv[p.i]), cli_q(ra->name));
+        return CLI_EX_USAGE;
+    }
 
     if (p.i < argc && (strcmp(argv[p.i], "-c") == 0 || strcmp(argv[p.i], "--command") == 0)) {
         if (argc != p.i + 2) {
@@ -273,7 +336,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
     if (p.i < argc && strcmp(argv[p.i], "--") == 0)
         p.i++;
     if (p.i >= argc || argv[p.i][0] == '\0') {
-        fprintf(stderr, "%s: run: missing COMMAND to run under lock '%s'\n", PROG, ra->name);
+        fprintf(stderr, "%s: run: missing COMMAND to run under lock '%s'\n", PROG, cli_q(ra->name));
         return CLI_EX_USAGE;
     }
     ra->cmd_argv = argv + p.i;
@@ -494,7 +557,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
     sigset_t fwdset, blockset, oldmask;
     struct sigaction sa_dfl, old_chld;
-    fdmap fds_before;
+    fdmap fds_before = { NULL, 0, 0 };
     int rc, k, ex = 0;
     int64_t t_start, t_acq, t_try = 0, deadline = 0, io_ms;
     char tokbuf[32];
@@ -662,6 +725,13 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
                 shown, (double)(t_acq - t_start) / 1e6, rl_strategy_str(ra.strategy), tokbuf,
                 (double)ra.lease_ms / 1000.0);
 
+    /* The password never reaches COMMAND: rowlock does not read MYSQL_PWD,
+     * and a child must not inherit a credential through it either. */
+    if (getenv("MYSQL_PWD") != NULL && unsetenv("MYSQL_PWD") != 0) {
+        fprintf(stderr, "%s: run: cannot remove MYSQL_PWD from the environment: %s\n", PROG, strerror(errno));
+        ex = CLI_EX_UNAVAILABLE;
+        goto release;
+    }
     if (set_env("ROWLOCK_NAME", ra.name) != 0 || set_env("ROWLOCK_TOKEN", tokbuf) != 0 ||
         set_env("ROWLOCK_OWNER", rowlock_client_owner(c)) != 0) {
         ex = CLI_EX_UNAVAILABLE;
@@ -728,7 +798,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
                 w = waitpid(pid, &st, 0);
             } while (w < 0 && errno == EINTR);
             fprintf(stderr, "%s: run: cannot run '%s': %s\n", PROG,
-                    ra.shell_cmd ? "/bin/sh" : cargv[0], strerror(e));
+                    ra.shell_cmd ? "/bin/sh" : cli_q(cargv[0]), strerror(e));
             ex = (e == ENOENT || e == ENOTDIR) ? CLI_EX_NOTFOUND : CLI_EX_NOEXEC;
             goto release;
         }
@@ -775,6 +845,7 @@ out:
     }
     rowlock_lock_free(l);
     rowlock_client_free(c);
+    fdmap_free(&fds_before);
     free(shown);
     return ex;
 }
