@@ -15,3 +15,13 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper AND TARGET tool_rowlock_be
     "ROWLOCK_BUILD_DIR=${CMAKE_BINARY_DIR}" "ROWLOCK_EXPECT_RPATH=${_expect_rpath}")
   unset(_expect_rpath)
 endif()
+
+# The man pages render without warnings (mandoc -Tlint, groff -ww, man -l)
+# and document every option the tools' --help lists.
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME man_pages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_man.sh
+           ${PROJECT_SOURCE_DIR}/man $<TARGET_FILE_DIR:tool_rowlock>)
+else()
+  add_test(NAME man_pages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_man.sh ${PROJECT_SOURCE_DIR}/man)
+endif()
+set_tests_properties(man_pages PROPERTIES LABELS "unit;doc" TIMEOUT 60 SKIP_RETURN_CODE 77)

@@ -89,6 +89,18 @@ else
     fail "installed rowlock --version" "$out"
 fi
 
+# The man pages are installed where man finds them.
+for pg in rowlock:1 rowlock-reaper:8 librowlock:3; do
+    f=$P/share/man/man${pg#*:}/${pg%:*}.${pg#*:}.gz
+    if ! command -v man >/dev/null; then
+        [[ -s $f ]] && pass "man page $f installed" || fail "man page $f installed"
+    elif out=$(MANPATH=$P/share/man man -w "${pg#*:}" "${pg%:*}" 2>&1) && [[ $out == "$f" ]]; then
+        pass "man ${pg#*:} ${pg%:*} finds the installed page"
+    else
+        fail "man ${pg#*:} ${pg%:*} finds the installed page" "$out"
+    fi
+done
+
 # Against the server: schema, then a short run with the fencing token.
 T=inst_locks
 if out=$("${run_env[@]}" "$P/bin/rowlock" --table=$T migrate 2>&1); then
