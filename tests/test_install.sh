@@ -101,6 +101,16 @@ for pg in rowlock:1 rowlock-reaper:8 librowlock:3; do
     fi
 done
 
+# The bash completion, one file per tool (bash-completion loads it by name).
+for t in rowlock rowlock-reaper; do
+    f=$P/share/bash-completion/completions/$t
+    if [[ -s $f ]] && out=$(bash -c 'source "$1" && complete -p "$2"' _ "$f" "$t" 2>&1); then
+        pass "bash completion for $t installed ($out)"
+    else
+        fail "bash completion for $t installed" "${out:-$f missing}"
+    fi
+done
+
 # Against the server: schema, then a short run with the fencing token.
 T=inst_locks
 if out=$("${run_env[@]}" "$P/bin/rowlock" --table=$T migrate 2>&1); then

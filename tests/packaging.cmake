@@ -1,7 +1,10 @@
-# What `cmake --install` gives a user: tests/test_install.sh installs this
+# What an installed rowlock gives a user (issue 18), included from
+# tests/CMakeLists.txt.
+#
+# install: tests/test_install.sh installs this
 # build into a throwaway prefix, moves it, and runs the installed tools against
 # the shared sandbox server without LD_LIBRARY_PATH (their $ORIGIN RUNPATH
-# finds the library). Included from tests/CMakeLists.txt.
+# finds the library).
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper AND TARGET tool_rowlock_bench
    AND TARGET tool_rowlock_demo)
   if(ROWLOCK_INSTALL_RPATH)
@@ -25,3 +28,15 @@ else()
   add_test(NAME man_pages COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_man.sh ${PROJECT_SOURCE_DIR}/man)
 endif()
 set_tests_properties(man_pages PROPERTIES LABELS "unit;doc" TIMEOUT 60 SKIP_RETURN_CODE 77)
+
+# The bash completion: commands, options and values without a server (and
+# quietly no lock names when the database does not answer); lock names from
+# a live server in completion_db.
+if(TARGET tool_rowlock)
+  add_test(NAME completion COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_completion.sh
+           ${PROJECT_SOURCE_DIR}/completion/rowlock.bash $<TARGET_FILE_DIR:tool_rowlock>)
+  set_tests_properties(completion PROPERTIES LABELS "unit" TIMEOUT 60)
+  add_test(NAME completion_db COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_completion.sh
+           ${PROJECT_SOURCE_DIR}/completion/rowlock.bash $<TARGET_FILE_DIR:tool_rowlock> db)
+  rowlock_db_test(completion_db TIMEOUT 120)
+endif()
