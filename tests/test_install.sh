@@ -111,6 +111,15 @@ for t in rowlock rowlock-reaper; do
     fi
 done
 
+# The reaper's systemd units, ExecStart at the reaper under the install prefix.
+u=$P/lib/systemd/system
+if [[ -s $u/rowlock-reaper.timer ]] &&
+    grep -qx "ExecStart=$W/first/bin/rowlock-reaper \$REAPER_ARGS" "$u/rowlock-reaper.service" 2>/dev/null; then
+    pass "systemd units installed, ExecStart is the installed reaper"
+else
+    fail "systemd units installed, ExecStart is the installed reaper" "$(grep ExecStart "$u/rowlock-reaper.service" 2>&1)"
+fi
+
 # Against the server: schema, then a short run with the fencing token.
 T=inst_locks
 if out=$("${run_env[@]}" "$P/bin/rowlock" --table=$T migrate 2>&1); then
