@@ -68,7 +68,7 @@ _rowlock_value()
 # _rowlock_valued OPTION: is OPTION one that takes a separate value?
 _rowlock_valued()
 {
-    case " $_rowlock_conn_valued -s --strategy -w --wait --timeout -l --lease -E --conflict-exit-code --grace --batch --pause --max-seconds " in
+    case " $_rowlock_conn_valued -s --strategy -w --wait --timeout -l --lease -E --conflict-exit-code --pid --grace --batch --pause --max-seconds " in
     *" $1 "*) return 0 ;;
     esac
     return 1
@@ -179,7 +179,7 @@ _rowlock()
         if [[ $cur == -* ]]; then
             _rowlock_add "$cur" $_rowlock_conn_opts --help --version
         else
-            _rowlock_add "$cur" run status list release migrate help
+            _rowlock_add "$cur" run status list release migrate lock unlock help
         fi
         ;;
     run)
@@ -189,6 +189,17 @@ _rowlock()
         else
             _rowlock_names "$cur"
         fi
+        ;;
+    lock)
+        if [[ $cur == -* ]]; then
+            _rowlock_add "$cur" --strategy --nonblock --wait --lease --conflict-exit-code \
+                --pid --verbose --help $_rowlock_conn_opts
+        elif ((!name_done)); then
+            _rowlock_names "$cur"
+        fi
+        ;;
+    unlock)
+        [[ $cur == -* ]] && _rowlock_add "$cur" --check --help
         ;;
     status | release)
         if [[ $cur == -* ]]; then
@@ -208,7 +219,7 @@ _rowlock()
         [[ $cur == -* ]] && _rowlock_add "$cur" --dry-run --help $_rowlock_conn_opts
         ;;
     help)
-        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate
+        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock
         ;;
     esac
     return 0

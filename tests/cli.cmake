@@ -20,3 +20,11 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
     TIMEOUT 900)
   unset(_cli_defaults_file)
 endif()
+
+# rowlock lock / unlock (tests/test_cli_lock.sh): a lock held across shell
+# commands by a supervisor; released by unlock and by the shell's exit.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_lock COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_lock.sh)
+  rowlock_db_test(cli_lock TIMEOUT 300)
+  set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()

@@ -77,13 +77,13 @@ if [[ $MODE != db ]]; then
     printf '[client]\nhost=127.0.0.1\nport=1\nuser=nobody\n' >"$W/down.cnf"
     export ROWLOCK_DEFAULTS_FILE=$W/down.cnf
 
-    expect "commands" "$RL " "help list migrate release run status"
+    expect "commands" "$RL " "help list lock migrate release run status unlock"
     expect "a command by prefix" "$RL st" "status"
     expect_has "connection options before the command" "$RL --" \
         --defaults-file --host --port --socket --user --password --database --table \
         --ssl-mode --ssl-ca --connect-timeout --help --version
     expect "a connection option's value is skipped when finding the command" "$RL --table t " \
-        "help list migrate release run status"
+        "help list lock migrate release run status unlock"
     expect "--ssl-mode=VALUE" "$RL --ssl-mode=VER" "VERIFY_CA VERIFY_IDENTITY"
     expect "--ssl-mode VALUE" "$RL --ssl-mode RE" "REQUIRED"
     expect_has "run's options" "$RL run --" --strategy --nonblock --wait --lease \
@@ -95,6 +95,8 @@ if [[ $MODE != db ]]; then
     expect "release's options" "$RL release --f" "--force"
     expect "migrate's options" "$RL migrate --d" "--database --defaults-file --dry-run"
     expect "help COMMAND" "$RL help r" "release run"
+    expect_has "lock's options" "$RL lock --" --strategy --nonblock --wait --lease --pid --verbose
+    expect "unlock's options" "$RL unlock --" "--check --help"
     expect_has "run NAME COMMAND: commands from PATH" "$RL run -w 5 job ech" echo
     expect "run NAME -c: the shell command is not completed" "$RL run job -c " ""
     expect "run NAME -: -c, --command or --" "$RL run -n job -" "-- --command -c"
