@@ -193,7 +193,7 @@ _rowlock()
     lock)
         if [[ $cur == -* ]]; then
             _rowlock_add "$cur" --strategy --nonblock --wait --lease --conflict-exit-code \
-                --pid --verbose --help $_rowlock_conn_opts
+                --pid --verbose --json --help $_rowlock_conn_opts
         elif ((!name_done)); then
             _rowlock_names "$cur"
         fi
@@ -206,7 +206,7 @@ _rowlock()
             if [[ $cmd == status ]]; then
                 _rowlock_add "$cur" --json --help $_rowlock_conn_opts
             else
-                _rowlock_add "$cur" --force --help $_rowlock_conn_opts
+                _rowlock_add "$cur" --force --json --help $_rowlock_conn_opts
             fi
         elif ((!name_done)); then
             _rowlock_names "$cur"
@@ -216,7 +216,7 @@ _rowlock()
         [[ $cur == -* ]] && _rowlock_add "$cur" --json --stale --help $_rowlock_conn_opts
         ;;
     migrate)
-        [[ $cur == -* ]] && _rowlock_add "$cur" --dry-run --help $_rowlock_conn_opts
+        [[ $cur == -* ]] && _rowlock_add "$cur" --dry-run --json --help $_rowlock_conn_opts
         ;;
     help)
         ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock

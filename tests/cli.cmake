@@ -28,3 +28,11 @@ if(TARGET tool_rowlock)
   rowlock_db_test(cli_lock TIMEOUT 300)
   set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
+
+# Machine output (tests/test_cli_json.sh): --json on every command that prints
+# a result; flags that do not apply are refused (64).
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME cli_json COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_json.sh)
+  rowlock_db_test(cli_json TIMEOUT 120)
+  set_property(TEST cli_json APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()

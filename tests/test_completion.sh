@@ -93,7 +93,9 @@ if [[ $MODE != db ]]; then
     expect "status's options" "$RL status --j" "--json"
     expect "list's options" "$RL list --s" "--socket --ssl-ca --ssl-mode --stale"
     expect "release's options" "$RL release --f" "--force"
+    expect "release's --json" "$RL release --j" "--json"
     expect "migrate's options" "$RL migrate --d" "--database --defaults-file --dry-run"
+    expect "migrate's --json" "$RL migrate --j" "--json"
     expect "help COMMAND" "$RL help r" "release run"
     expect_has "lock's options" "$RL lock --" --strategy --nonblock --wait --lease --pid --verbose
     expect "unlock's options" "$RL unlock --" "--check --help"

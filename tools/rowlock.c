@@ -137,8 +137,23 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         int r;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            print_main_help();
+            /* `rowlock --help [COMMAND]`; anything else would be ignored. */
+            const struct command *c = i + 2 == argc ? find_command(argv[i + 1]) : NULL;
+            if (i != 1 || (argc > 2 && c == NULL)) {
+                fprintf(stderr, "%s: --help takes no other arguments than a COMMAND\n", PROG);
+                cli_conn_free(&cc);
+                return CLI_EX_USAGE;
+            }
+            if (c != NULL)
+                rl_print_cmd_help(c->usage);
+            else
+                print_main_help();
             return cli_finish_stdout(PROG, 0);
+        }
+        if ((strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) && (i != 1 || argc != 2)) {
+            fprintf(stderr, "%s: --version takes no other arguments\n", PROG);
+            cli_conn_free(&cc);
+            return CLI_EX_USAGE;
         }
         if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
             printf("rowlock %s (library %s, schema version %d)\n", ROWLOCK_VERSION_STRING,

@@ -69,6 +69,7 @@ const char rl_usage_lock[] =
     "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
     "                               is not run directly by the script's shell)\n"
     "      --verbose                the supervisor reports renewals and the release on stderr\n"
+    "      --json                   print one JSON object instead of shell assignments\n"
     "  -h, --help                   show this help\n"
     "\n"
     "The supervisor cannot stop the script's commands if the lock is lost (released\n"
@@ -94,7 +95,8 @@ const char rl_usage_unlock[] =
     "unlock (the commands since then ran without it).\n";
 
 enum {
-    LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_HELP
+    LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_JSON,
+    LO_HELP
 };
 
 static const cli_optspec lock_specs[] = {
@@ -107,6 +109,7 @@ static const cli_optspec lock_specs[] = {
     { "conflict-exit-code", 'E', 1, LO_CONFLICT },
     { "pid", 0, 1, LO_PID },
     { "verbose", 0, 0, LO_VERBOSE },
+    { "json", 0, 0, LO_JSON },
     { "help", 'h', 0, LO_HELP },
     { NULL, 0, 0, 0 },
 };
@@ -128,6 +131,7 @@ typedef struct lock_args {
     int64_t lease_ms;
     int conflict_code;
     int verbose;
+    int json;
     pid_t watch;
     const char *name;
 } lock_args;
@@ -305,6 +309,9 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
             break;
         case LO_VERBOSE:
             la->verbose = 1;
+            break;
+        case LO_JSON:
+            la->json = 1;
             break;
         default:
             break;
@@ -667,6 +674,31 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         goto report;
     }
 
+    if (la->json) {
+        char *js = NULL;
+        size_t jn = 0;
+        FILE *f = open_memstream(&js, &jn);
+        if (f == NULL)
+            goto toolong;
+        fputs("{\"handle\":", f);
+        cli_json_string(f, handle);
+        fputs(",\"name\":", f);
+        cli_json_string(f, la->name);
+        fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.token);
+        cli_json_string(f, rowlock_client_owner(s.c));
+        fputs(",\"strategy\":", f);
+        cli_json_string(f, rl_strategy_str(la->strategy));
+        fprintf(f, ",\"lease_ms\":%" PRId64 ",\"supervisor_pid\":%ld,\"watched_pid\":%ld}\n",
+                la->lease_ms, (long)getpid(), (long)la->watch);
+        if (fclose(f) != 0 || jn >= sizeof out) {
+            free(js);
+            goto toolong;
+        }
+        memcpy(out, js, jn + 1);
+        len = jn;
+        free(js);
+        goto verbose;
+    }
     len = 0;
     len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
                             "ROWLOCK_TOKEN=%" PRIu64 "; export ROWLOCK_TOKEN;\nROWLOCK_NAME=",
@@ -679,6 +711,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_OWNER;\n");
     if (len >= sizeof out)
         goto toolong;
+verbose:
     if (la->verbose)
         fprintf(stderr, "%s: lock supervisor (pid %ld): acquired '%s' (token %" PRIu64
                         "); released when pid %ld exits\n", PROG, (long)getpid(), s.shown,
