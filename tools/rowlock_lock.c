@@ -6,8 +6,9 @@
  *   rowlock unlock                            # "$ROWLOCK_HANDLE" by default
  *
  * `lock` forks a supervisor before it connects (the connection never crosses
- * a fork). The supervisor leaves the caller's session (setsid), keeps none of
- * its descriptors but stderr, acquires the lock, reports through a pipe to
+ * a fork). The supervisor keeps none of the caller's descriptors but stderr,
+ * connects (a --password prompt still has the terminal), leaves the caller's
+ * session (setsid), acquires the lock, reports through a pipe to
  * the front process (which prints the handle and exits), then renews the
  * lease every third of it until one of:
  *   - `rowlock unlock HANDLE`: it releases and answers with the result;
@@ -551,9 +552,6 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
 
     memset(&s, 0, sizeof s);
     s.la = la;
-    /* Out of the caller's session: its terminal's signals are not ours; the
-     * front process forwards SIGINT/SIGTERM/SIGHUP while we wait. */
-    (void)setsid();
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
@@ -603,11 +601,15 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         cc->opts.read_timeout_ms = (unsigned int)io_ms;
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
-    rc = cli_conn_open(cc, PROG, 0, &s.c);
+    rc = cli_conn_open(cc, PROG, 0, &s.c); /* may prompt on /dev/tty (--password) */
     if (rc != 0) {
         ex = rc;
         goto report;
     }
+    /* Out of the caller's session (after the prompt, which needs its
+     * terminal): the terminal's signals are not ours; the front process
+     * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
+    (void)setsid();
     lo.strategy = la->strategy;
     rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
     if (rc != 0) {
