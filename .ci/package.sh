@@ -72,6 +72,7 @@ rowlock migrate --dry-run
 out=$(rowlock run -w 10 ci-package -c 'echo "token=$ROWLOCK_TOKEN"; rowlock status --json "$ROWLOCK_NAME"')
 echo "$out"
 [[ $out =~ ^token=([0-9]+) && $out == *'"held":true'*'"token":'"${BASH_REMATCH[1]},"* ]]
+bash -c 'eval "$(rowlock lock -w 10 ci-package-lock)" && rowlock status ci-package-lock && rowlock unlock'
 rowlock list
 rowlock status ci-package || [[ $? -eq 1 ]]                 # free again: exit 1
 rowlock-reaper --grace 0 --json
