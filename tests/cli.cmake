@@ -31,3 +31,19 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper AND TARGET tool_rowlock_de
     ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_DEFAULTS_FILE=${ROWLOCK_TEST_DEFAULTS_FILE};ROWLOCK_SANDBOX_DIR=${ROWLOCK_SANDBOX_DIR};ROWLOCK_GRANTS=${PROJECT_SOURCE_DIR}/sql/grants.sql"
     TIMEOUT 600)
 endif()
+
+# rowlock lock / unlock (tests/test_cli_lock.sh): a lock held across shell
+# commands by a supervisor; released by unlock and by the shell's exit.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_lock COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_lock.sh)
+  rowlock_db_test(cli_lock TIMEOUT 300)
+  set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()
+
+# Machine output (tests/test_cli_json.sh): --json on every command that prints
+# a result; flags that do not apply are refused (64).
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME cli_json COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_json.sh)
+  rowlock_db_test(cli_json TIMEOUT 120)
+  set_property(TEST cli_json APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()

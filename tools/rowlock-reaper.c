@@ -40,7 +40,7 @@ static const char usage[] =
     "  --max-seconds=S       start no new batch after S seconds (default: no limit)\n"
     "  --dry-run             report what would be purged, change nothing\n"
     "  --json                print the summary as one JSON object\n"
-    "  --quiet               print nothing unless there is an error\n"
+    "  --quiet               print nothing unless there is an error (not with --json)\n"
     "  -h, --help            show this help\n"
     "  -V, --version         show the version\n"
     "\n";
@@ -88,13 +88,23 @@ int main(int argc, char **argv)
         case CLI_OP_CONN:
             break;
         case O_HELP:
+        case O_VERSION:
+            /* They print no result: any other argument would be ignored. */
+            if (argc != 2) {
+                fprintf(stderr, "%s: %s takes no other arguments\n", PROG,
+                        id == O_HELP ? "--help" : "--version");
+                ex = CLI_EX_USAGE;
+                goto out;
+            }
+            if (id == O_VERSION) {
+                printf("rowlock-reaper %s (library %s)\n", ROWLOCK_VERSION_STRING,
+                       rowlock_version());
+                ex = cli_finish_stdout(PROG, 0);
+                goto out;
+            }
             fputs(usage, stdout);
             fputs(cli_conn_help, stdout);
             fputs(usage_tail, stdout);
-            ex = cli_finish_stdout(PROG, 0);
-            goto out;
-        case O_VERSION:
-            printf("rowlock-reaper %s (library %s)\n", ROWLOCK_VERSION_STRING, rowlock_version());
             ex = cli_finish_stdout(PROG, 0);
             goto out;
         case O_DRY_RUN:
@@ -156,6 +166,12 @@ int main(int argc, char **argv)
                     h ? h : "?");
             free(h);
         }
+        ex = CLI_EX_USAGE;
+        goto out;
+    }
+    if (json && quiet) {
+        fprintf(stderr, "%s: --json and --quiet contradict each other (--quiet prints nothing)\n",
+                PROG);
         ex = CLI_EX_USAGE;
         goto out;
     }

@@ -24,6 +24,9 @@ static const char usage_main[] =
     "  list [--json] [--stale]                    every held lock (or every stale row)\n"
     "  release --force NAME                       administrative release of NAME\n"
     "  migrate [--dry-run]                        create or upgrade the lock table\n"
+    "  lock [OPTIONS] NAME                        hold NAME until unlock or the shell exits\n"
+    "                                             (eval \"$(rowlock lock NAME)\")\n"
+    "  unlock [--check] [HANDLE]                  release a lock taken with lock\n"
     "  help [COMMAND]                             show help\n"
     "\n"
     "Options:\n"
@@ -48,10 +51,12 @@ static const struct command {
     { "list", rl_cmd_list, rl_usage_list },
     { "release", rl_cmd_release, rl_usage_release },
     { "migrate", rl_cmd_migrate, rl_usage_migrate },
+    { "lock", rl_cmd_lock, rl_usage_lock },
+    { "unlock", rl_cmd_unlock, rl_usage_unlock },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const char command_names[] = "run, status, list, release, migrate";
+static const char command_names[] = "run, status, list, release, migrate, lock, unlock";
 
 static void print_main_help(void)
 {
@@ -132,8 +137,23 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         int r;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            print_main_help();
+            /* `rowlock --help [COMMAND]`; anything else would be ignored. */
+            const struct command *c = i + 2 == argc ? find_command(argv[i + 1]) : NULL;
+            if (i != 1 || (argc > 2 && c == NULL)) {
+                fprintf(stderr, "%s: --help takes no other arguments than a COMMAND\n", PROG);
+                cli_conn_free(&cc);
+                return CLI_EX_USAGE;
+            }
+            if (c != NULL)
+                rl_print_cmd_help(c->usage);
+            else
+                print_main_help();
             return cli_finish_stdout(PROG, 0);
+        }
+        if ((strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) && (i != 1 || argc != 2)) {
+            fprintf(stderr, "%s: --version takes no other arguments\n", PROG);
+            cli_conn_free(&cc);
+            return CLI_EX_USAGE;
         }
         if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
             printf("rowlock %s (library %s, schema version %d)\n", ROWLOCK_VERSION_STRING,

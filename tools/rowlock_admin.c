@@ -34,7 +34,7 @@ const char rl_usage_list[] =
     "Exit status: 0 ok, 64 usage error, 69 database unavailable.\n";
 
 const char rl_usage_release[] =
-    "Usage: rowlock [CONNECTION OPTIONS] release --force NAME\n"
+    "Usage: rowlock [CONNECTION OPTIONS] release --force [--json] NAME\n"
     "\n"
     "Administrative release of lock NAME held by another owner (insert and\n"
     "optimistic strategies). The holder's next renewal fails; a `rowlock run`\n"
@@ -42,19 +42,21 @@ const char rl_usage_release[] =
     "so the next grant gets a larger one.\n"
     "\n"
     "  --force      required: confirms the release\n"
+    "  --json       print {\"released\":BOOL,\"lock\":{...}}: the lock as it was\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 released, 1 was not held, 64 usage error (also without\n"
     "--force, or for a for-update lock), 69 database unavailable.\n";
 
 const char rl_usage_migrate[] =
-    "Usage: rowlock [CONNECTION OPTIONS] migrate [--dry-run]\n"
+    "Usage: rowlock [CONNECTION OPTIONS] migrate [--dry-run] [--json]\n"
     "\n"
     "Apply the pending schema migrations (embedded from sql/) to the lock table\n"
     "and print the schema version before and after. Safe to run twice and from\n"
     "several hosts at once. Needs CREATE/ALTER privileges.\n"
     "\n"
     "  --dry-run    report what would be done, change nothing\n"
+    "  --json       print one JSON object (table, schema_from, schema_to, dry_run)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 ok, 64 usage error, 69 database unavailable or the schema is\n"
@@ -71,10 +73,12 @@ static const cli_optspec list_specs[] = {
     { NULL, 0, 0, 0 },
 };
 static const cli_optspec release_specs[] = {
-    { "force", 'f', 0, SO_FORCE }, { "help", 'h', 0, SO_HELP }, { NULL, 0, 0, 0 },
+    { "force", 'f', 0, SO_FORCE }, { "json", 0, 0, SO_JSON }, { "help", 'h', 0, SO_HELP },
+    { NULL, 0, 0, 0 },
 };
 static const cli_optspec migrate_specs[] = {
-    { "dry-run", 0, 0, SO_DRY_RUN }, { "help", 'h', 0, SO_HELP }, { NULL, 0, 0, 0 },
+    { "dry-run", 0, 0, SO_DRY_RUN }, { "json", 0, 0, SO_JSON }, { "help", 'h', 0, SO_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 typedef struct simple_args {
@@ -336,6 +340,14 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
         if (hn == NULL) {
             fprintf(stderr, "%s: out of memory\n", PROG);
             ex = CLI_EX_UNAVAILABLE;
+        } else if (sa.json) {
+            if (in.name[0] == '\0')
+                snprintf(in.name, sizeof in.name, "%s", sa.pos[0]);
+            fputs(in.held ? "{\"released\":true,\"lock\":" : "{\"released\":false,\"lock\":",
+                  stdout);
+            rl_json_info(stdout, &in);
+            fputs("}\n", stdout);
+            ex = in.held ? 0 : CLI_EX_CONFLICT;
         } else if (in.held) {
             size_t ow;
             char *ho = cli_human_str(in.owner[0] ? in.owner : "-", &ow);
@@ -383,7 +395,14 @@ int rl_cmd_migrate(cli_conn *cc, int argc, char **argv)
         }
         ex = cli_exit_for(rc);
     } else {
-        printf("schema version: %d -> %d%s\n", from, to, sa.dry_run ? " (dry run)" : "");
+        if (sa.json) {
+            fputs("{\"table\":", stdout);
+            cli_json_string(stdout, rowlock_client_table(c));
+            printf(",\"schema_from\":%d,\"schema_to\":%d,\"dry_run\":%s}\n", from, to,
+                   sa.dry_run ? "true" : "false");
+        } else {
+            printf("schema version: %d -> %d%s\n", from, to, sa.dry_run ? " (dry run)" : "");
+        }
         ex = cli_finish_stdout(PROG, 0);
     }
     rowlock_client_free(c);

@@ -5,6 +5,7 @@
  *   rowlock_run.c     run: acquire, start COMMAND, renew, supervise, release
  *   rowlock_admin.c   status, list, release --force, migrate
  *   rowlock_output.c  tables and JSON for lock rows
+ *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
  *
  * Connection options, the option parser, exit codes and small helpers shared
  * with the other tools are in cli_common.h.
@@ -34,6 +35,11 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv);
 int rl_cmd_list(cli_conn *cc, int argc, char **argv);
 int rl_cmd_release(cli_conn *cc, int argc, char **argv);
 int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
+
+/* rowlock_lock.c */
+extern const char rl_usage_lock[], rl_usage_unlock[];
+int rl_cmd_lock(cli_conn *cc, int argc, char **argv);
+int rl_cmd_unlock(cli_conn *cc, int argc, char **argv);
 
 /* rowlock_output.c */
 /* "insert", ... or "unknown". */

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/test_man.sh — the man pages in man/ render without warnings and
+# document every option the tools' --help shows.
+#
+# Usage: test_man.sh MANDIR [BINDIR]
+#   MANDIR  the man/ directory (rowlock.1, rowlock-reaper.8, librowlock.3)
+#   BINDIR  where the built rowlock and rowlock-reaper are (optional: without
+#           it the option cross-check is skipped)
+#
+# Renders with every renderer that is installed: mandoc -Tlint (warnings and
+# errors), groff -ww -z, and man -l --warnings (what a user's `man` does).
+# Exit 77 (ctest: skipped) if none is installed.
+set -u
+export LC_ALL=C.UTF-8 MANWIDTH=80
+MANDIR=${1:?usage: test_man.sh MANDIR [BINDIR]}
+BINDIR=${2:-}
+pages=("$MANDIR/rowlock.1" "$MANDIR/rowlock-reaper.8" "$MANDIR/librowlock.3")
+
+N=0 PASSED=0 FAILED=0
+pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
+fail() {
+    N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
+    local l; for l in "$@"; do [[ -n $l ]] && printf '%s\n' "$l" | sed 's/^/#   /'; done
+}
+
+renderers=0
+for p in "${pages[@]}"; do
+    name=${p##*/}
+    if command -v mandoc >/dev/null; then
+        renderers=1
+        if out=$(mandoc -Tlint -W warning "$p" 2>&1) && [[ -z $out ]]; then
+            pass "$name: mandoc -Tlint -W warning is clean"
+        else
+            fail "$name: mandoc -Tlint -W warning is clean" "$out"
+        fi
+    fi
+    if command -v groff >/dev/null; then
+        renderers=1
+        if out=$(groff -ww -z -mandoc "$p" 2>&1) && [[ -z $out ]]; then
+            pass "$name: groff -ww -z is clean"
+        else
+            fail "$name: groff -ww -z is clean" "$out"
+        fi
+    fi
+    if command -v man >/dev/null && command -v groff >/dev/null; then
+        if text=$(man --warnings -l "$p" 2>"${TMPDIR:-/tmp}/rowlock-man.$$") &&
+            err=$(cat "${TMPDIR:-/tmp}/rowlock-man.$$") && [[ -z $err && $text == *NAME* ]]; then
+            pass "$name: man -l renders without warnings ($(wc -l <<<"$text") lines)"
+        else
+            fail "$name: man -l renders without warnings" "$(cat "${TMPDIR:-/tmp}/rowlock-man.$$")"
+        fi
+        rm -f "${TMPDIR:-/tmp}/rowlock-man.$$"
+    fi
+done
+if [[ $renderers == 0 ]]; then
+    echo "skipped: neither mandoc nor groff is installed (tools/install-deps installs them)"
+    exit 77
+fi
+
+# Every long option a tool's --help lists is in its man page.
+# opts_of PAGE HELPTEXT: the --options in HELPTEXT missing from PAGE.
+missing_opts() {
+    local page=$1 help=$2 o miss=""
+    for o in $(grep -oE -- '--[a-z][a-z-]*' <<<"$help" | sort -u); do
+        # mdoc writes --opt as "Fl -opt".
+        grep -qE -- "Fl -${o#--}( |$)" "$page" || miss+=" $o"
+    done
+    printf '%s' "$miss"
+}
+if [[ -n $BINDIR ]]; then
+    help=$("$BINDIR/rowlock" --help)
+    for c in run status list release migrate lock unlock; do
+        help+=$'\n'$("$BINDIR/rowlock" "$c" --help)
+    done
+    miss=$(missing_opts "$MANDIR/rowlock.1" "$help")
+    if [[ -z $miss ]]; then
+        pass "rowlock.1 documents every option of rowlock --help and COMMAND --help"
+    else
+        fail "rowlock.1 documents every option of rowlock --help and COMMAND --help" "missing:$miss"
+    fi
+    for c in run status list release migrate lock unlock; do
+        if grep -qE "^\.(It )?Cm $c( |$)" "$MANDIR/rowlock.1"; then
+            pass "rowlock.1 documents the command '$c'"
+        else
+            fail "rowlock.1 documents the command '$c'"
+        fi
+    done
+    miss=$(missing_opts "$MANDIR/rowlock-reaper.8" "$("$BINDIR/rowlock-reaper" --help)")
+    if [[ -z $miss ]]; then
+        pass "rowlock-reaper.8 documents every option of rowlock-reaper --help"
+    else
+        fail "rowlock-reaper.8 documents every option of rowlock-reaper --help" "missing:$miss"
+    fi
+fi
+
+printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+[[ $FAILED -eq 0 ]]

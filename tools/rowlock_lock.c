@@ -1,0 +1,928 @@
+/*
+ * rowlock lock / rowlock unlock: hold a lock across several shell commands.
+ *
+ *   eval "$(rowlock lock [OPTIONS] NAME)"    # sets ROWLOCK_HANDLE, _NAME, _TOKEN, _OWNER
+ *   ...
+ *   rowlock unlock                            # "$ROWLOCK_HANDLE" by default
+ *
+ * `lock` forks a supervisor before it connects (the connection never crosses
+ * a fork). The supervisor keeps none of the caller's descriptors but stderr,
+ * connects (a --password prompt still has the terminal), leaves the caller's
+ * session (setsid), acquires the lock, reports through a pipe to
+ * the front process (which prints the handle and exits), then renews the
+ * lease every third of it until one of:
+ *   - `rowlock unlock HANDLE`: it releases and answers with the result;
+ *   - the watched process exits (the shell that ran `rowlock lock`: its
+ *     parent, or --pid PID), seen at once through a pidfd (polling with
+ *     kill(pid, 0) every second where pidfd_open is missing): it releases;
+ *   - SIGTERM, SIGINT or SIGHUP sent to it: it releases.
+ * Lost-lock rules as for `run`: the lock is lost when a renewal says so, or
+ * when renewals keep failing until max(1 s, lease/6) before the lease ends
+ * (this host's monotonic clock). The supervisor cannot stop the shell's
+ * commands: it stops renewing, says so on stderr, answers `unlock --check`
+ * with 75 and `unlock` with 75, and stays until unlock or the shell's exit.
+ *
+ * The handle is "PID.SECRET" (the supervisor's pid, 128 random bits). The
+ * supervisor listens on the abstract unix socket "rowlock-lock/<handle>"; it
+ * answers only peers with its own uid (or root). Protocol: one request line
+ * ("unlock" or "check"), one reply line "<exit code> <message>".
+ */
+#include "rowlock_cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char rl_usage_lock[] =
+    "Usage: eval \"$(rowlock [CONNECTION OPTIONS] lock [OPTIONS] NAME)\"\n"
+    "\n"
+    "Acquire lock NAME and hold it after rowlock returns: a supervisor process\n"
+    "renews the lease in the background until `rowlock unlock`, or until the\n"
+    "shell that ran `rowlock lock` exits. Prints shell assignments for eval:\n"
+    "ROWLOCK_HANDLE (for unlock), ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token)\n"
+    "and ROWLOCK_OWNER.\n"
+    "\n"
+    "Options:\n"
+    "  -s, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -n, --nonblock               fail at once if the lock is held (same as -w 0)\n"
+    "  -w, --wait=SECONDS           wait at most SECONDS for the lock (alias: --timeout);\n"
+    "                               without -n/-w wait forever\n"
+    "  -l, --lease=SECONDS          lease length (default 30, minimum 1); renewed every\n"
+    "                               third of it\n"
+    "  -E, --conflict-exit-code=N   exit status when the lock is not acquired (default 1)\n"
+    "      --pid=PID                release when process PID exits (default: the parent\n"
+    "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
+    "                               is not run directly by the script's shell)\n"
+    "      --verbose                the supervisor reports renewals and the release on stderr\n"
+    "      --json                   print one JSON object instead of shell assignments\n"
+    "  -h, --help                   show this help\n"
+    "\n"
+    "The supervisor cannot stop the script's commands if the lock is lost (released\n"
+    "by force, lease ended while the database was unreachable): it stops renewing\n"
+    "and says so on stderr. Check with `rowlock unlock --check` before a step that\n"
+    "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n"
+    "\n"
+    "Exit status: 0 acquired; the conflict code (default 1) if not acquired with -n\n"
+    "or within -w; 64 usage error; 69 database unavailable or schema missing/outdated.\n";
+
+const char rl_usage_unlock[] =
+    "Usage: rowlock unlock [--check] [HANDLE]\n"
+    "\n"
+    "Release a lock taken with `rowlock lock` (HANDLE defaults to $ROWLOCK_HANDLE)\n"
+    "and end its supervisor. With --check, release nothing: tell whether the lock\n"
+    "is still held.\n"
+    "\n"
+    "  --check      exit 0 if the lock is still held, 75 if it was lost\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Exit status: 0 released (--check: held); 1 no such lock supervisor (already\n"
+    "unlocked, or its shell exited); 64 usage error; 75 the lock was lost before\n"
+    "unlock (the commands since then ran without it).\n";
+
+enum {
+    LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_JSON,
+    LO_HELP
+};
+
+static const cli_optspec lock_specs[] = {
+    { "strategy", 's', 1, LO_STRATEGY },
+    { "nonblock", 'n', 0, LO_NONBLOCK },
+    { "nb", 0, 0, LO_NONBLOCK },
+    { "wait", 'w', 1, LO_WAIT },
+    { "timeout", 0, 1, LO_WAIT },
+    { "lease", 'l', 1, LO_LEASE },
+    { "conflict-exit-code", 'E', 1, LO_CONFLICT },
+    { "pid", 0, 1, LO_PID },
+    { "verbose", 0, 0, LO_VERBOSE },
+    { "json", 0, 0, LO_JSON },
+    { "help", 'h', 0, LO_HELP },
+    { NULL, 0, 0, 0 },
+};
+
+enum { UO_CHECK = 1, UO_HELP };
+static const cli_optspec unlock_specs[] = {
+    { "check", 0, 0, UO_CHECK },
+    { "help", 'h', 0, UO_HELP },
+    { NULL, 0, 0, 0 },
+};
+
+#define RETRY_US 1000000LL
+#define SECRET_HEX 32
+#define HANDLE_MAX 64
+
+typedef struct lock_args {
+    rowlock_strategy strategy;
+    int64_t wait_ms;
+    int64_t lease_ms;
+    int conflict_code;
+    int verbose;
+    int json;
+    pid_t watch;
+    const char *name;
+} lock_args;
+
+/* ---- small helpers -------------------------------------------------------- */
+
+static int write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Append 'v' single-quoted for sh to buf (always safe for eval). */
+static int sh_quote(char *buf, size_t cap, size_t *len, const char *v)
+{
+    size_t n = *len;
+    if (n + 1 >= cap)
+        return -1;
+    buf[n++] = '\'';
+    for (; *v; v++) {
+        if (*v == '\'') {
+            if (n + 4 >= cap)
+                return -1;
+            memcpy(buf + n, "'\\''", 4);
+            n += 4;
+        } else {
+            if (n + 1 >= cap)
+                return -1;
+            buf[n++] = *v;
+        }
+    }
+    if (n + 1 >= cap)
+        return -1;
+    buf[n++] = '\'';
+    buf[n] = '\0';
+    *len = n;
+    return 0;
+}
+
+static int sock_addr(struct sockaddr_un *sa, socklen_t *len, const char *handle)
+{
+    int n;
+    memset(sa, 0, sizeof *sa);
+    sa->sun_family = AF_UNIX;
+    /* Abstract namespace: sun_path[0] == '\0', no file to clean up. */
+    n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "rowlock-lock/%s", handle);
+    if (n < 0 || (size_t)n >= sizeof sa->sun_path - 1)
+        return -1;
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    return 0;
+}
+
+/* "PID.HEX32"; 0 ok. */
+static int handle_check(const char *h, pid_t *pid)
+{
+    char *end;
+    long p;
+    size_t k;
+    if (h[0] < '1' || h[0] > '9')
+        return -1;
+    errno = 0;
+    p = strtol(h, &end, 10);
+    if (errno != 0 || p <= 0 || p > INT_MAX || *end != '.')
+        return -1;
+    end++;
+    for (k = 0; k < SECRET_HEX; k++)
+        if (!((end[k] >= '0' && end[k] <= '9') || (end[k] >= 'a' && end[k] <= 'f')))
+            return -1;
+    if (end[SECRET_HEX] != '\0')
+        return -1;
+    *pid = (pid_t)p;
+    return 0;
+}
+
+static int pidfd_open_(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* Close every descriptor >= 3 but keep. */
+static void close_fds_except(int keep)
+{
+    int fd;
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (fd = 3; fd < max; fd++)
+        if (fd != keep)
+            (void)close(fd);
+}
+
+/* ---- parsing -------------------------------------------------------------- */
+
+static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
+{
+    cli_optparser p;
+    const char *val;
+    int id, nonblock = 0;
+
+    cli_opt_init(&p, PROG, "lock", argc, argv, 1);
+    memset(la, 0, sizeof *la);
+    la->strategy = ROWLOCK_STRATEGY_INSERT;
+    la->wait_ms = ROWLOCK_WAIT_FOREVER;
+    la->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
+    la->conflict_code = CLI_EX_CONFLICT;
+    la->watch = getppid();
+
+    while ((id = cli_next_opt(&p, lock_specs, cc, &val)) != CLI_OP_END) {
+        double s;
+        unsigned long long u;
+        switch (id) {
+        case CLI_OP_ERR:
+            return CLI_EX_USAGE;
+        case CLI_OP_CONN:
+            break;
+        case LO_HELP:
+            rl_print_cmd_help(rl_usage_lock);
+            return -1;
+        case LO_STRATEGY:
+            if (rowlock_strategy_parse(&la->strategy, val) != 0) {
+                fprintf(stderr, "%s: lock: unknown strategy '%s' (insert, for-update, "
+                                "optimistic)\n", PROG, val);
+                return CLI_EX_USAGE;
+            }
+            break;
+        case LO_NONBLOCK:
+            nonblock = 1;
+            break;
+        case LO_WAIT:
+            s = cli_parse_seconds(val);
+            if (s < 0) {
+                fprintf(stderr, "%s: lock: --wait: '%s' is not a non-negative number of "
+                                "seconds\n", PROG, val);
+                return CLI_EX_USAGE;
+            }
+            la->wait_ms = (int64_t)llround(s * 1000.0);
+            break;
+        case LO_LEASE:
+            s = cli_parse_seconds(val);
+            if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
+                fprintf(stderr, "%s: lock: --lease: '%s' is not a number of seconds between 1 "
+                                "and %lld\n", PROG, val, (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
+                return CLI_EX_USAGE;
+            }
+            la->lease_ms = (int64_t)llround(s * 1000.0);
+            break;
+        case LO_CONFLICT:
+            if (cli_parse_uint(val, 0, 255, &u) != 0) {
+                fprintf(stderr, "%s: lock: --conflict-exit-code: '%s' is not an exit status "
+                                "0-255\n", PROG, val);
+                return CLI_EX_USAGE;
+            }
+            la->conflict_code = (int)u;
+            break;
+        case LO_PID:
+            if (cli_parse_uint(val, 1, INT_MAX, &u) != 0 || kill((pid_t)u, 0) != 0) {
+                fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, val);
+                return CLI_EX_USAGE;
+            }
+            la->watch = (pid_t)u;
+            break;
+        case LO_VERBOSE:
+            la->verbose = 1;
+            break;
+        case LO_JSON:
+            la->json = 1;
+            break;
+        default:
+            break;
+        }
+    }
+    if (nonblock)
+        la->wait_ms = 0;
+    if (p.i >= argc) {
+        fprintf(stderr, "%s: lock: missing lock NAME (see rowlock lock --help)\n", PROG);
+        return CLI_EX_USAGE;
+    }
+    la->name = argv[p.i++];
+    if (cli_check_name(PROG, "lock", la->name) != 0)
+        return CLI_EX_USAGE;
+    if (p.i < argc) {
+        fprintf(stderr, "%s: lock: unexpected argument after NAME (a command? use rowlock run)\n",
+                PROG);
+        return CLI_EX_USAGE;
+    }
+    if (la->watch <= 1) {
+        fprintf(stderr, "%s: lock: the calling shell is gone (parent pid %ld); use --pid\n", PROG,
+                (long)la->watch);
+        return CLI_EX_USAGE;
+    }
+    return 0;
+}
+
+/* ---- the supervisor ------------------------------------------------------------ */
+
+typedef struct sup {
+    lock_args *la;
+    rowlock_client *c;
+    rowlock_lock *l;
+    char *shown;
+    int lost;
+    char lost_msg[400];
+    uint64_t token;
+} sup;
+
+static void release_now(sup *s, int *code, char *msg, size_t cap)
+{
+    int rc;
+    if (s->lost || rowlock_lock_held(s->l) == 0) {
+        *code = CLI_EX_TEMPFAIL;
+        snprintf(msg, cap, "lock '%s' was lost before unlock: %s", s->shown, s->lost_msg);
+        return;
+    }
+    rc = rowlock_release(s->l);
+    if (rc == 0) {
+        *code = 0;
+        snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->token);
+    } else if (rc == ROWLOCK_ENOTOWNER || rc == ROWLOCK_EINVALID) {
+        *code = CLI_EX_TEMPFAIL;
+        snprintf(msg, cap, "lock '%s' was lost before unlock: %s (%s)", s->shown,
+                 rowlock_client_errmsg(s->c), rowlock_error_name(rc));
+    } else {
+        *code = CLI_EX_UNAVAILABLE;
+        snprintf(msg, cap, "cannot release '%s' (it ends with its lease): %s (%s)", s->shown,
+                 rowlock_client_errmsg(s->c), rowlock_error_name(rc));
+    }
+    if (s->la->verbose || *code != 0)
+        fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
+}
+
+static void mark_lost(sup *s, const char *why)
+{
+    size_t k;
+    s->lost = 1;
+    for (k = 0; k + 1 < sizeof s->lost_msg && why[k]; k++)
+        s->lost_msg[k] = why[k];
+    s->lost_msg[k] = '\0';
+    fprintf(stderr, "%s: lock '%s': %s; no longer renewed: the commands of pid %ld now run "
+                    "WITHOUT the lock\n", PROG, s->shown, why, (long)s->la->watch);
+}
+
+/* Serve one request on a connected socket; returns 1 if the supervisor must end. */
+static int serve(sup *s, int fd)
+{
+    char req[32], reply[1100], msg[1024];
+    ssize_t n;
+    struct ucred cr;
+    socklen_t crl = sizeof cr;
+    int code, end = 0;
+    struct timeval tv = { 2, 0 };
+
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0 ||
+        (cr.uid != getuid() && cr.uid != 0))
+        return 0; /* not ours to answer */
+    do {
+        n = read(fd, req, sizeof req - 1);
+    } while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return 0;
+    req[n] = '\0';
+    if (strncmp(req, "unlock", 6) == 0) {
+        release_now(s, &code, msg, sizeof msg);
+        end = 1;
+    } else if (strncmp(req, "check", 5) == 0) {
+        if (s->lost) {
+            code = CLI_EX_TEMPFAIL;
+            snprintf(msg, sizeof msg, "lock '%s' was lost: %s", s->shown, s->lost_msg);
+        } else {
+            code = 0;
+            snprintf(msg, sizeof msg, "held '%s' (token %" PRIu64 ")", s->shown, s->token);
+        }
+    } else {
+        return 0;
+    }
+    snprintf(reply, sizeof reply, "%d %s\n", code, msg);
+    (void)write_all(fd, reply, strlen(reply));
+    return end;
+}
+
+/* After the grant: renew, answer, watch. Returns the supervisor's exit status. */
+static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
+{
+    int64_t lease_us = s->la->lease_ms * 1000, interval = lease_us / 3;
+    int64_t margin = lease_us / 6, last_ok = cli_mono_us(), next = last_ok + interval;
+    int code;
+    char msg[1024];
+
+    if (margin < 1000000)
+        margin = 1000000;
+    if (margin > lease_us / 2)
+        margin = lease_us / 2;
+    for (;;) {
+        struct pollfd pfd[3];
+        int64_t now = cli_mono_us(), wake;
+        int nfd = 0, timeout_ms, pr, k;
+
+        if (!s->lost && now >= next) {
+            int64_t t0 = now;
+            int rc = rowlock_renew(s->l, s->la->lease_ms);
+            now = cli_mono_us();
+            if (rc == 0) {
+                last_ok = t0;
+                next = t0 + interval;
+                if (s->la->verbose)
+                    fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n",
+                            PROG, s->shown, s->token);
+            } else if (rc == ROWLOCK_EDB || rc == ROWLOCK_ENOMEM) {
+                if (s->la->verbose)
+                    fprintf(stderr, "%s: lock supervisor: renewing '%s' failed: %s (%s); "
+                                    "retrying\n", PROG, s->shown, rowlock_client_errmsg(s->c),
+                            rowlock_error_name(rc));
+                next = now + RETRY_US;
+            } else {
+                snprintf(msg, sizeof msg, "the lock was lost: %s (%s)",
+                         rowlock_client_errmsg(s->c), rowlock_error_name(rc));
+                mark_lost(s, msg);
+            }
+        }
+        if (!s->lost && now >= last_ok + lease_us - margin) {
+            snprintf(msg, sizeof msg, "the lease could not be renewed for %.1f s and ends in "
+                     "%.1f s", (double)(now - last_ok) / 1e6,
+                     (double)(last_ok + lease_us - now) / 1e6);
+            mark_lost(s, msg);
+        }
+
+        wake = -1;
+        if (!s->lost)
+            wake = next < last_ok + lease_us - margin ? next : last_ok + lease_us - margin;
+        if (pidfd < 0 && (wake < 0 || wake > now + 1000000))
+            wake = now + 1000000; /* no pidfd: poll the watched pid every second */
+        if (wake < 0) {
+            timeout_ms = -1;
+        } else {
+            int64_t d = (wake - now + 999) / 1000;
+            timeout_ms = d < 0 ? 0 : d > INT_MAX ? INT_MAX : (int)d;
+        }
+        pfd[nfd].fd = lfd;
+        pfd[nfd++].events = POLLIN;
+        pfd[nfd].fd = sfd;
+        pfd[nfd++].events = POLLIN;
+        if (pidfd >= 0) {
+            pfd[nfd].fd = pidfd;
+            pfd[nfd++].events = POLLIN;
+        }
+        for (k = 0; k < nfd; k++)
+            pfd[k].revents = 0;
+        pr = poll(pfd, (nfds_t)nfd, timeout_ms);
+        if (pr < 0 && errno != EINTR)
+            return CLI_EX_UNAVAILABLE;
+        if (pr <= 0) {
+            if (pidfd < 0 && kill(s->la->watch, 0) != 0 && errno == ESRCH)
+                goto watched_gone;
+            continue;
+        }
+        if (pfd[0].revents & POLLIN) {
+            int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            if (cfd >= 0) {
+                int end = serve(s, cfd);
+                (void)close(cfd);
+                if (end)
+                    return 0;
+            }
+        }
+        if (pfd[1].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            ssize_t n = read(sfd, &si, sizeof si);
+            if (n == (ssize_t)sizeof si) {
+                if (s->la->verbose)
+                    fprintf(stderr, "%s: lock supervisor: signal %u; releasing '%s'\n", PROG,
+                            si.ssi_signo, s->shown);
+                if (!s->lost)
+                    release_now(s, &code, msg, sizeof msg);
+                return 0;
+            }
+        }
+        if (pidfd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP)))
+            goto watched_gone;
+    }
+watched_gone:
+    if (s->la->verbose)
+        fprintf(stderr, "%s: lock supervisor: pid %ld exited; releasing '%s'\n", PROG,
+                (long)s->la->watch, s->shown);
+    if (!s->lost)
+        release_now(s, &code, msg, sizeof msg);
+    return 0;
+}
+
+/* The supervisor process: acquire, report on rfd, then supervise_lock. */
+static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
+{
+    sup s;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    sigset_t set;
+    int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd;
+    int64_t deadline = 0, io_ms;
+    unsigned char secret[SECRET_HEX / 2];
+    char handle[HANDLE_MAX], out[2048], head[16];
+    size_t len = 0, k, w;
+    struct sockaddr_un sa;
+    socklen_t salen;
+    struct stat st_err, st_out;
+
+    memset(&s, 0, sizeof s);
+    s.la = la;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    (void)sigprocmask(SIG_BLOCK, &set, NULL);
+    (void)signal(SIGPIPE, SIG_IGN);
+    /* Keep none of the caller's descriptors but stderr: a pipe we kept open
+     * would keep its reader (the caller's $(...)) waiting. stderr too if it
+     * is the same pipe as the front's stdout (2>&1 inside $(...)). */
+    if (fstat(2, &st_err) == 0 && fstat(1, &st_out) == 0 && st_err.st_dev == st_out.st_dev &&
+        st_err.st_ino == st_out.st_ino && !isatty(2)) {
+        devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) {
+            (void)dup2(devnull, 2);
+            (void)close(devnull);
+        }
+    }
+    devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        (void)dup2(devnull, 0);
+        (void)dup2(devnull, 1);
+        if (devnull > 2)
+            (void)close(devnull);
+    }
+    if (rfd != 3) {
+        if (dup2(rfd, 3) < 0)
+            return CLI_EX_UNAVAILABLE;
+        (void)close(rfd);
+        rfd = 3;
+    }
+    close_fds_except(rfd);
+
+    s.shown = cli_human_str(la->name, &w);
+    if (s.shown == NULL)
+        return CLI_EX_UNAVAILABLE;
+    pidfd = pidfd_open_(la->watch);
+    if (pidfd >= 0)
+        (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+
+    io_ms = la->lease_ms / 2;
+    if (io_ms < 2000)
+        io_ms = 2000;
+    if (io_ms > 30000)
+        io_ms = 30000;
+    if (cc->opts.read_timeout_ms == 0)
+        cc->opts.read_timeout_ms = (unsigned int)io_ms;
+    if (cc->opts.write_timeout_ms == 0)
+        cc->opts.write_timeout_ms = (unsigned int)io_ms;
+    rc = cli_conn_open(cc, PROG, 0, &s.c); /* may prompt on /dev/tty (--password) */
+    if (rc != 0) {
+        ex = rc;
+        goto report;
+    }
+    /* Out of the caller's session (after the prompt, which needs its
+     * terminal): the terminal's signals are not ours; the front process
+     * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
+    (void)setsid();
+    lo.strategy = la->strategy;
+    rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
+    if (rc != 0) {
+        cli_report(PROG, "lock", s.c, rc);
+        ex = cli_exit_for(rc);
+        goto report;
+    }
+    if (la->wait_ms > 0)
+        deadline = cli_mono_us() + la->wait_ms * 1000;
+    for (;;) {
+        int64_t slice;
+        sigset_t pend;
+        if (la->wait_ms == 0)
+            slice = 0;
+        else if (la->wait_ms == ROWLOCK_WAIT_FOREVER)
+            slice = 1000;
+        else {
+            slice = (deadline - cli_mono_us() + 999) / 1000;
+            slice = slice > 1000 ? 1000 : slice < 0 ? 0 : slice;
+        }
+        rc = rowlock_acquire(s.l, slice, la->lease_ms);
+        if (rc != ROWLOCK_EBUSY)
+            break;
+        if ((sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) ||
+                                        sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) ||
+            (kill(la->watch, 0) != 0 && errno == ESRCH)) {
+            ex = 128 + SIGTERM; /* the front was interrupted, or the shell is gone */
+            goto report;
+        }
+        if (la->wait_ms == 0 || (la->wait_ms > 0 && cli_mono_us() >= deadline))
+            break;
+    }
+    if (rc == ROWLOCK_EBUSY) {
+        if (la->verbose)
+            fprintf(stderr, "%s: lock '%s' is held by another owner\n", PROG, s.shown);
+        ex = la->conflict_code;
+        goto report;
+    }
+    if (rc != 0) {
+        cli_report(PROG, "cannot acquire the lock", s.c, rc);
+        ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+        goto report;
+    }
+    s.token = rowlock_lock_token(s.l);
+
+    /* The handle and its socket. */
+    rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rnd < 0 || read(rnd, secret, sizeof secret) != (ssize_t)sizeof secret) {
+        fprintf(stderr, "%s: lock: cannot read /dev/urandom\n", PROG);
+        if (rnd >= 0)
+            (void)close(rnd);
+        ex = CLI_EX_UNAVAILABLE;
+        goto report;
+    }
+    (void)close(rnd);
+    len = (size_t)snprintf(handle, sizeof handle, "%ld.", (long)getpid());
+    for (k = 0; k < sizeof secret; k++)
+        len += (size_t)snprintf(handle + len, sizeof handle - len, "%02x", secret[k]);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || sock_addr(&sa, &salen, handle) != 0 ||
+        bind(lfd, (struct sockaddr *)&sa, salen) != 0 || listen(lfd, 8) != 0) {
+        fprintf(stderr, "%s: lock: cannot listen for unlock: %s\n", PROG, strerror(errno));
+        ex = CLI_EX_UNAVAILABLE;
+        goto report;
+    }
+
+    if (la->json) {
+        char *js = NULL;
+        size_t jn = 0;
+        FILE *f = open_memstream(&js, &jn);
+        if (f == NULL)
+            goto toolong;
+        fputs("{\"handle\":", f);
+        cli_json_string(f, handle);
+        fputs(",\"name\":", f);
+        cli_json_string(f, la->name);
+        fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.token);
+        cli_json_string(f, rowlock_client_owner(s.c));
+        fputs(",\"strategy\":", f);
+        cli_json_string(f, rl_strategy_str(la->strategy));
+        fprintf(f, ",\"lease_ms\":%" PRId64 ",\"supervisor_pid\":%ld,\"watched_pid\":%ld}\n",
+                la->lease_ms, (long)getpid(), (long)la->watch);
+        if (fclose(f) != 0 || jn >= sizeof out) {
+            free(js);
+            goto toolong;
+        }
+        memcpy(out, js, jn + 1);
+        len = jn;
+        free(js);
+        goto verbose;
+    }
+    len = 0;
+    len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
+                            "ROWLOCK_TOKEN=%" PRIu64 "; export ROWLOCK_TOKEN;\nROWLOCK_NAME=",
+                            handle, s.token);
+    if (sh_quote(out, sizeof out, &len, la->name) != 0)
+        goto toolong;
+    len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_NAME;\nROWLOCK_OWNER=");
+    if (len >= sizeof out || sh_quote(out, sizeof out, &len, rowlock_client_owner(s.c)) != 0)
+        goto toolong;
+    len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_OWNER;\n");
+    if (len >= sizeof out)
+        goto toolong;
+verbose:
+    if (la->verbose)
+        fprintf(stderr, "%s: lock supervisor (pid %ld): acquired '%s' (token %" PRIu64
+                        "); released when pid %ld exits\n", PROG, (long)getpid(), s.shown,
+                s.token, (long)la->watch);
+
+report:
+    snprintf(head, sizeof head, "%d\n", ex);
+    if (write_all(rfd, head, strlen(head)) != 0 || (ex == 0 && write_all(rfd, out, len) != 0)) {
+        /* The front is gone (killed): nobody knows the handle; give the lock back. */
+        if (ex == 0 && rowlock_release(s.l) != 0) { /* its lease ends by itself */ }
+        ex = ex == 0 ? CLI_EX_UNAVAILABLE : ex;
+    } else if (ex == 0) {
+        (void)close(rfd);
+        rfd = -1;
+        ex = supervise_lock(&s, lfd, pidfd, sfd);
+    }
+    goto out;
+toolong:
+    fprintf(stderr, "%s: lock: handle text too long\n", PROG);
+    ex = CLI_EX_UNAVAILABLE;
+    if (rowlock_release(s.l) != 0) { /* its lease ends by itself */ }
+    goto report;
+out:
+    if (rfd >= 0)
+        (void)close(rfd);
+    if (lfd >= 0)
+        (void)close(lfd);
+    if (pidfd >= 0)
+        (void)close(pidfd);
+    if (sfd >= 0)
+        (void)close(sfd);
+    rowlock_lock_free(s.l);
+    rowlock_client_free(s.c);
+    free(s.shown);
+    return ex;
+}
+
+/* ---- the front: rowlock lock ------------------------------------------------ */
+
+static volatile sig_atomic_t front_child;
+
+static void front_on_signal(int sig)
+{
+    if (front_child > 0)
+        (void)kill((pid_t)front_child, SIGTERM);
+    (void)signal(sig, SIG_DFL);
+    (void)raise(sig);
+}
+
+int rl_cmd_lock(cli_conn *cc, int argc, char **argv)
+{
+    lock_args la;
+    int rc, p[2], k, status;
+    pid_t pid;
+    char buf[4096];
+    size_t n = 0;
+    ssize_t r;
+    long code;
+    char *nl, *end;
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+
+    rc = parse_lock(cc, argc, argv, &la);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        fprintf(stderr, "%s: lock: pipe: %s\n", PROG, strerror(errno));
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (fflush(NULL) != 0) { /* nothing buffered matters */ }
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: lock: fork: %s\n", PROG, strerror(errno));
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (pid == 0) {
+        int ex;
+        (void)close(p[0]);
+        ex = run_supervisor(cc, &la, p[1]);
+        cli_conn_free(cc);
+        rowlock_library_end();
+        _exit(ex);
+    }
+    (void)close(p[1]);
+    front_child = pid;
+    for (k = 0; k < 3; k++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = front_on_signal;
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(sigs[k], &sa, NULL);
+    }
+    /* Everything the supervisor reports, until it closes its end (it does
+     * before it starts supervising, or by exiting). */
+    for (;;) {
+        r = read(p[0], buf + n, sizeof buf - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n >= sizeof buf - 1)
+            break;
+    }
+    (void)close(p[0]);
+    buf[n] = '\0';
+    nl = strchr(buf, '\n');
+    errno = 0;
+    code = strtol(buf, &end, 10);
+    if (nl == NULL || end != nl || errno != 0 || code < 0 || code > 255) {
+        /* The supervisor died before reporting: collect its status. */
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        fprintf(stderr, "%s: lock: the lock supervisor ended without a result\n", PROG);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (code != 0) {
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        return (int)code;
+    }
+    /* The supervisor lives on; it is reparented when we exit. */
+    fputs(nl + 1, stdout);
+    return cli_finish_stdout(PROG, 0);
+}
+
+/* ---- rowlock unlock ------------------------------------------------------------ */
+
+int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
+{
+    cli_optparser p;
+    const char *val, *handle;
+    int id, check = 0, fd, code;
+    pid_t spid;
+    struct sockaddr_un sa;
+    socklen_t salen;
+    char reply[1100], *sp, *end;
+    size_t n = 0;
+    ssize_t r;
+    struct timeval tv = { 60, 0 };
+
+    (void)cc;
+    cli_opt_init(&p, PROG, "unlock", argc, argv, 1);
+    while ((id = cli_next_opt(&p, unlock_specs, NULL, &val)) != CLI_OP_END) {
+        if (id == CLI_OP_ERR)
+            return CLI_EX_USAGE;
+        if (id == UO_HELP) {
+            fputs(rl_usage_unlock, stdout);
+            return cli_finish_stdout(PROG, 0);
+        }
+        if (id == UO_CHECK)
+            check = 1;
+    }
+    if (p.i < argc) {
+        handle = argv[p.i++];
+    } else {
+        handle = getenv("ROWLOCK_HANDLE");
+        if (handle == NULL || handle[0] == '\0') {
+            fprintf(stderr, "%s: unlock: no HANDLE given and ROWLOCK_HANDLE is not set\n", PROG);
+            return CLI_EX_USAGE;
+        }
+    }
+    if (p.i < argc) {
+        fprintf(stderr, "%s: unlock: unexpected argument after HANDLE\n", PROG);
+        return CLI_EX_USAGE;
+    }
+    if (handle_check(handle, &spid) != 0 || sock_addr(&sa, &salen, handle) != 0) {
+        size_t w;
+        char *h = cli_human_str(handle, &w);
+        fprintf(stderr, "%s: unlock: '%s' is not a handle from rowlock lock (PID.SECRET)\n", PROG,
+                h ? h : "?");
+        free(h);
+        return CLI_EX_USAGE;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0) {
+        fprintf(stderr, "%s: unlock: no lock supervisor for handle %ld.... (already unlocked, or "
+                        "the shell that locked it exited)\n", PROG, (long)spid);
+        if (fd >= 0)
+            (void)close(fd);
+        return CLI_EX_CONFLICT;
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (write_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
+        fprintf(stderr, "%s: unlock: %s\n", PROG, strerror(errno));
+        (void)close(fd);
+        return CLI_EX_UNAVAILABLE;
+    }
+    for (;;) {
+        r = read(fd, reply + n, sizeof reply - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n >= sizeof reply - 1 || memchr(reply, '\n', n) != NULL)
+            break;
+    }
+    (void)close(fd);
+    reply[n] = '\0';
+    errno = 0;
+    code = (int)strtol(reply, &end, 10);
+    if (n == 0 || end == reply || *end != ' ' || errno != 0) {
+        fprintf(stderr, "%s: unlock: no answer from the lock supervisor (pid %ld)\n", PROG,
+                (long)spid);
+        return CLI_EX_UNAVAILABLE;
+    }
+    sp = end + 1;
+    sp[strcspn(sp, "\n")] = '\0';
+    if (code != 0)
+        fprintf(stderr, "%s: unlock: %s\n", PROG, sp);
+    return code;
+}
