@@ -45,8 +45,15 @@ static int capture_mysql(rowlock_client *c, const char *what)
     return capture(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
 }
 
+/* A statement's error; libmariadb keeps an error that arrives while a result
+ * is fetched (e.g. Galera aborting a reader: 1213) on the connection, not on
+ * the statement, so that one is read when the statement has none. */
 static int capture_stmt(rowlock_client *c, const char *what, MYSQL_STMT *st)
 {
+    if (mysql_stmt_errno(st) == 0 && mysql_errno(MYSQLP(c)) != 0)
+        return capture_mysql(c, what);
+    if (mysql_stmt_errno(st) == 0)
+        return capture(c, what, CR_UNKNOWN_ERROR, "HY000", "unknown client error (no error number reported)");
     return capture(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st), mysql_stmt_error(st));
 }
 
@@ -342,6 +349,7 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
         if (f == 1) {
             rc = capture_stmt(c, what, st);
             mysql_stmt_free_result(st);
+            forget_stmt(c, st); /* its result ended in an error: prepare it afresh */
             return rc;
         }
         if (stop || (nrows > 0 && row_fn == NULL))

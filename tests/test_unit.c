@@ -244,6 +244,11 @@ static void test_db_classify__maps_server_errors(void **state)
     assert_int_equal(rowlock__db_classify(1205), ROWLOCK__DB_BUSY);
     assert_int_equal(rowlock__db_classify(1213), ROWLOCK__DB_BUSY);
     assert_int_equal(rowlock__db_classify(1969), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1317), ROWLOCK__DB_BUSY);
+    /* Galera: conflict at commit (certification) is busy; a node that is not
+     * ready (non-primary, not synced) is a connection to give up on */
+    assert_int_equal(rowlock__db_classify(1180), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1047), ROWLOCK__DB_CONN);
     /* table does not exist */
     assert_int_equal(rowlock__db_classify(1146), ROWLOCK__DB_SCHEMA);
     /* can't connect (socket / TCP), server gone away, lost connection */
