@@ -111,7 +111,12 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
 /* A statement without parameters (fixed SQL, {{table}} expanded), over the
  * text protocol; any result is discarded. */
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql);
+/* Connect (c->host may be a comma-separated failover list, tried in order;
+ * see rowlock__db_next_host). */
 int rowlock__db_connect(rowlock_client *c);
+/* Next entry of a host list "h1[:port],[v6]:port,h3": the host into buf, its
+ * port into *port (0 if none); returns the rest of the list, NULL at its end. */
+const char *rowlock__db_next_host(const char *list, char *buf, size_t cap, unsigned int *port);
 void rowlock__db_close(rowlock_client *c);
 void rowlock__db_drop_statements(rowlock_client *c);
 int rowlock__db_in_transaction(rowlock_client *c);
