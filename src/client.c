@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 int rowlock__fail(rowlock_client *c, int code, const char *fmt, ...)
@@ -107,6 +108,60 @@ static int resolve_table(rowlock_client *c, const rowlock_client_options *o, con
     return 0;
 }
 
+/*
+ * rowlock's own connection keys in the option files (read only when the
+ * files are): [rowlock] single-node=1 sets ROWLOCK_CLIENT_SINGLE_NODE; a
+ * host= in [client] or [rowlock] ([rowlock] wins) that lists several hosts
+ * ("db1,db2:3307") is a failover list, which libmysqlclient cannot read, so
+ * it is passed on explicitly. *host_list gets a copy (or stays NULL).
+ */
+static int resolve_file_options(rowlock_client *c, const rowlock_client_options *o, unsigned int *flags,
+                                char **host_list)
+{
+    char v[1024];
+    *host_list = NULL;
+    if (!(o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES)))
+        return 0;
+    const char *file = o->defaults_file ? o->defaults_file : "(standard files)";
+    int r;
+    if (!(*flags & ROWLOCK_CLIENT_SINGLE_NODE)) {
+        r = rowlock__optfile_get(o->defaults_file, 1, "rowlock", "single-node", v, sizeof v);
+        if (r < 0)
+            return rowlock__fail(c, ROWLOCK_EINVALID, "connect: cannot read option file %s: %s", file,
+                                 strerror(errno));
+        if (r > 0) {
+            if (v[0] == '\0' || strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
+                strcasecmp(v, "yes") == 0)
+                *flags |= ROWLOCK_CLIENT_SINGLE_NODE;
+            else if (!(strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
+                       strcasecmp(v, "no") == 0))
+                return rowlock__fail(c, ROWLOCK_EINVALID,
+                                     "connect: option file %s: [rowlock] single-node must be 1 or 0 (or on/off)", file);
+        }
+    }
+    if (o->host == NULL) {
+        const char *groups[2] = { "client", "rowlock" };
+        char found[1024] = "";
+        int any = 0;
+        for (int g = 0; g < 2; g++) {
+            r = rowlock__optfile_get(o->defaults_file, 1, groups[g], "host", v, sizeof v);
+            if (r < 0 && errno != ENAMETOOLONG)
+                return rowlock__fail(c, ROWLOCK_EINVALID, "connect: cannot read option file %s: %s", file,
+                                     strerror(errno));
+            if (r > 0) {
+                memcpy(found, v, sizeof found);
+                any = 1;
+            }
+        }
+        if (any && strchr(found, ',')) {
+            *host_list = strdup(found);
+            if (*host_list == NULL)
+                return rowlock__fail(c, ROWLOCK_ENOMEM, "connect: out of memory");
+        }
+    }
+    return 0;
+}
+
 static int check_version(rowlock_client *c, const rowlock_client_options *o)
 {
     if (o && o->version != ROWLOCK_CLIENT_OPTIONS_VERSION)
@@ -137,8 +192,13 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
         return rowlock__fail(c, ROWLOCK_EINVALID, "connect: unknown TLS mode %d", (int)o->tls_mode);
     if ((rc = resolve_table(c, o, "connect")))
         return rc;
+    unsigned int flags = o->flags;
+    char *host_list = NULL;
+    if ((rc = resolve_file_options(c, o, &flags, &host_list)))
+        return rc;
 
     free_settings(c);
+    c->host = host_list;
     if ((rc = dup_opt(c, &c->host, o->host)) || (rc = dup_opt(c, &c->user, o->user)) ||
         (rc = dup_opt(c, &c->password, o->password)) || (rc = dup_opt(c, &c->database, o->database)) ||
         (rc = dup_opt(c, &c->unix_socket, o->unix_socket)) || (rc = dup_opt(c, &c->defaults_file, o->defaults_file)) ||
@@ -149,7 +209,7 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
     c->read_timeout_ms = o->read_timeout_ms;
     c->write_timeout_ms = o->write_timeout_ms;
     c->tls_mode = o->tls_mode;
-    c->flags = o->flags;
+    c->flags = flags;
 
     if ((rc = rowlock__db_connect(c)))
         return rc;

@@ -1070,7 +1070,7 @@ static int cmd_run(cli_conn *cc, int argc, char **argv)
     }
     if (rc != 0) {
         cli_report(PROG, "cannot acquire the lock", c, rc);
-        ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+        ex = cli_exit_for(rc);
         goto out;
     }
     if (t_acq - t_try > 100000) {
