@@ -240,7 +240,8 @@ int rowlock__db_connect(rowlock_client *c)
             rc = open_one(c, host, port ? port : c->port, &m);
             if (rc == 0 && node_ready(m))
                 break;
-            if (rc == 0) {
+            int not_ready = rc == 0;
+            if (not_ready) {
                 mysql_close(m);
                 m = NULL;
                 c->db_errno = ER_UNKNOWN_COM_ERROR;
@@ -249,8 +250,13 @@ int rowlock__db_connect(rowlock_client *c)
             }
             if (rc == ROWLOCK_ENOMEM || rc == ROWLOCK_EINVALID)
                 break;
-            tl += (size_t)snprintf(tried + tl, tl < sizeof tried ? sizeof tried - tl : 0, "%s%s%s%.0u", tl ? ", " : "",
-                                   host, port ? ":" : "", port);
+            char why[32];
+            if (not_ready)
+                snprintf(why, sizeof why, "not ready");
+            else
+                snprintf(why, sizeof why, "error %u", c->db_errno);
+            tl += (size_t)snprintf(tried + tl, tl < sizeof tried ? sizeof tried - tl : 0, "%s%s%s%.0u (%s)",
+                                   tl ? ", " : "", host, port ? ":" : "", port, why);
             if (tl >= sizeof tried)
                 tl = sizeof tried - 1;
         }
