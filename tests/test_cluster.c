@@ -399,6 +399,29 @@ static void test_failover__a_host_list_skips_a_dead_node(void **state)
     assert_int_equal(cli(ALL, "run -w 5 failover -- true"), 0);
 }
 
+/* A node cut off from the others (gmcast.isolate) still accepts connections
+ * but refuses queries (1047): a host list skips it. (Connector/C 3.3 reads
+ * host lists itself, but takes the first server that answers.) */
+static void test_failover__a_host_list_skips_a_node_that_is_not_ready(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_sql(ROOT[1], 0, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'"), 0);
+    int ok = 0, ready = 1;
+    int64_t t0 = tu_now_us();
+    while (ready && tu_ms_since(t0) < 20000) {
+        ready = (int)tu_sql_int(ROOT[1], &ok, "SELECT VARIABLE_VALUE = 'ON' FROM information_schema.GLOBAL_STATUS "
+                                              "WHERE VARIABLE_NAME = 'WSREP_READY'");
+        usleep(200000);
+    }
+    assert_int_equal(ready, 0);
+    rowlock_client *c = tu_client_at(ALL, TABLE);
+    rowlock_lock *l = tu_lock(c, "failover", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 5000, 5000), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(tu_sql(ROOT[1], 0, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'"), 0);
+    assert_int_equal(cluster("wait-synced --timeout 60"), 0);
+}
+
 /* ---- for-update ------------------------------------------------------------------------------ */
 
 static rowlock_client *client_flags(const char *cnf, unsigned int flags)
@@ -518,6 +541,10 @@ static int cl_teardown(void **state)
     if (cluster_run("status", 1) != 0 && cluster("start") != 0)
         rc = -1;
     for (int n = 1; n <= 3; n++)
+        (void)tu_sql(ROOT[n], 1047, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'");
+    if (cluster_run("wait-synced --timeout 90", 0) != 0)
+        rc = -1;
+    for (int n = 1; n <= 3; n++)
         if (tu_sql(ROOT[n], 0, "SET GLOBAL wsrep_mode = ''") != 0)
             rc = -1;
     return rc;
@@ -532,6 +559,7 @@ int main(int argc, char **argv)
         CL_TEST(test_for_update__refused_on_a_cluster_unless_single_node),
         CL_TEST(test_kill__a_node_killed_under_holder_and_waiters),
         CL_TEST(test_failover__a_host_list_skips_a_dead_node),
+        CL_TEST(test_failover__a_host_list_skips_a_node_that_is_not_ready),
         CL_TEST(test_strict__migrate_and_locks_under_strict_replication),
     };
     const char *group = argc > 1 ? argv[1] : "main";
