@@ -20,8 +20,12 @@ CREATE TABLE IF NOT EXISTS rowlock_schema (
 -- increasing after the reaper deletes a row and after a holder's transaction
 -- rolls back (for-update writes no row); the clock covers a server crash,
 -- which can lose the sequence's last cached block.
+-- INCREMENT BY 0 steps by @@auto_increment_increment: 1 on a single server
+-- (the same as INCREMENT BY 1); on a Galera cluster each node steps by the
+-- cluster size from its own offset, which is the only kind of cached
+-- sequence Galera accepts (error 1235 otherwise).
 CREATE SEQUENCE IF NOT EXISTS `{{table}}_token`
-  START WITH 1 INCREMENT BY 1 MINVALUE 1 NO MAXVALUE CACHE 1000 ENGINE=InnoDB;
+  START WITH 1 INCREMENT BY 0 MINVALUE 1 NO MAXVALUE CACHE 1000 ENGINE=InnoDB;
 
 -- One row per lock name.
 --   name         the lock name: bytes, compared exactly (case-sensitive).

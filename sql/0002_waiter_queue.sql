@@ -20,6 +20,21 @@
 --   strategy  the strategy it uses (1 insert, 3 optimistic): a lock is only
 --             handed to a waiter of the strategy of its row
 --   mode      0 exclusive. Reserved for shared (read) and fair modes.
+--
+-- Galera: MEMORY rows are not replicated, so the queue is node-local, like
+-- the named locks it is used with (hand-off in the release statement only
+-- reaches waiters on the releasing node; others wait on the hint). A cluster
+-- with wsrep_mode=STRICT_REPLICATION refuses to create MEMORY tables (error
+-- 4165); there the queue is an empty view that refuses writes, and every
+-- waiter waits on the hint alone. (A replicated InnoDB queue would be wrong:
+-- CONNECTION_ID() is unique per node only.) The library picks the branch
+-- ("-- rowlock:if" lines below); run by hand, keep the one you need.
+-- rowlock:if wsrep-strict-replication
+CREATE VIEW IF NOT EXISTS `{{table}}_queue` AS
+  SELECT CAST(0 AS UNSIGNED) AS conn, CAST('' AS BINARY(255)) AS name, CAST('' AS BINARY(190)) AS owner,
+         CAST(0 AS UNSIGNED) AS lease_us, CAST(0 AS UNSIGNED) AS strategy, CAST(0 AS UNSIGNED) AS mode
+  FROM DUAL WHERE 0;
+-- rowlock:else
 CREATE TABLE IF NOT EXISTS `{{table}}_queue` (
   conn      BIGINT UNSIGNED NOT NULL,
   name      VARBINARY(255) NOT NULL,
@@ -29,3 +44,4 @@ CREATE TABLE IF NOT EXISTS `{{table}}_queue` (
   mode      TINYINT UNSIGNED NOT NULL DEFAULT 0,
   PRIMARY KEY (conn)
 ) ENGINE=MEMORY;
+-- rowlock:end

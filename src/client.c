@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
@@ -111,6 +112,42 @@ static int has_file_ca(const rowlock__opts *files)
     return 0;
 }
 
+/*
+ * rowlock's own connection keys in the option files (as read once at
+ * connect): [rowlock] single-node=1 sets ROWLOCK_CLIENT_SINGLE_NODE; a host=
+ * in [client] or [rowlock] ([rowlock] wins) that lists several hosts
+ * ("db1,db2:3307") is a failover list, which libmysqlclient cannot read, so
+ * it is passed on explicitly. *host_list gets a copy (or stays NULL).
+ */
+static int resolve_file_options(rowlock_client *c, const rowlock_client_options *o, const rowlock__opts *files,
+                                unsigned int *flags, char **host_list)
+{
+    *host_list = NULL;
+    const char *file = o->defaults_file ? o->defaults_file : "(standard files)";
+    const rowlock__optent *e;
+    if (!(*flags & ROWLOCK_CLIENT_SINGLE_NODE) && (e = rowlock__opts_find(files, ROWLOCK__GROUP_ROWLOCK, "single-node"))) {
+        const char *v = e->val;
+        if (v[0] == '\0' || strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
+            strcasecmp(v, "yes") == 0)
+            *flags |= ROWLOCK_CLIENT_SINGLE_NODE;
+        else if (!(strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
+                   strcasecmp(v, "no") == 0))
+            return rowlock__fail(c, ROWLOCK_EINVALID,
+                                 "connect: option file %s: [rowlock] single-node must be 1 or 0 (or on/off)", file);
+    }
+    if (o->host == NULL) {
+        e = rowlock__opts_find(files, ROWLOCK__GROUP_ROWLOCK, "host");
+        if (e == NULL)
+            e = rowlock__opts_find(files, -1, "host");
+        if (e && strchr(e->val, ',')) {
+            *host_list = strdup(e->val);
+            if (*host_list == NULL)
+                return rowlock__fail(c, ROWLOCK_ENOMEM, "connect: out of memory");
+        }
+    }
+    return 0;
+}
+
 /* The TLS mode decides (as the mysql client's --ssl-mode): see
  * rowlock_tls_mode. A CA given with a mode that does not verify would be
  * silently unused: refused. */
@@ -172,9 +209,16 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
         rowlock__opts_free(&files);
         return rc;
     }
+    unsigned int flags = o->flags;
+    char *host_list = NULL;
+    if ((rc = resolve_file_options(c, o, &files, &flags, &host_list))) {
+        rowlock__opts_free(&files);
+        return rc;
+    }
 
     free_settings(c);
     c->opts = files;
+    c->host = host_list;
     if ((rc = dup_opt(c, &c->host, o->host)) || (rc = dup_opt(c, &c->user, o->user)) ||
         (rc = dup_opt(c, &c->password, o->password)) || (rc = dup_opt(c, &c->database, o->database)) ||
         (rc = dup_opt(c, &c->unix_socket, o->unix_socket)) || (rc = dup_opt(c, &c->defaults_file, o->defaults_file)) ||
@@ -185,7 +229,7 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
     c->read_timeout_ms = o->read_timeout_ms;
     c->write_timeout_ms = o->write_timeout_ms;
     c->tls_mode = mode;
-    c->flags = o->flags;
+    c->flags = flags;
 
     if ((rc = rowlock__db_connect(c)))
         return rc;

@@ -25,6 +25,7 @@
 
 #include <errmsg.h>
 #include <mysql.h>
+#include <mysqld_error.h>
 
 #define MYSQLP(c) ((MYSQL *)(c)->mysql)
 
@@ -238,8 +239,15 @@ static int capture_mysql(rowlock_client *c, const char *what)
     return capture(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
 }
 
+/* A statement's error; libmariadb keeps an error that arrives while a result
+ * is fetched (e.g. Galera aborting a reader: 1213) on the connection, not on
+ * the statement, so that one is read when the statement has none. */
 static int capture_stmt(rowlock_client *c, const char *what, MYSQL_STMT *st)
 {
+    if (mysql_stmt_errno(st) == 0 && mysql_errno(MYSQLP(c)) != 0)
+        return capture_mysql(c, what);
+    if (mysql_stmt_errno(st) == 0)
+        return capture(c, what, CR_UNKNOWN_ERROR, "HY000", "unknown client error (no error number reported)");
     return capture(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st), mysql_stmt_error(st));
 }
 
@@ -323,8 +331,10 @@ static int superseded(const char *k, void *arg)
     static const char *const ca[] = { "ssl-ca", "tls-ca", "ssl-capath", "tls-capath", NULL };
     static const char *const fp[] = { "ssl-fp", "tls-fp", "ssl-fp-list", "ssl-fplist", "tls-fplist", NULL };
     const rowlock_client *c = arg;
-    if (strcmp(k, "table") == 0)
-        return 1; /* rowlock's own key */
+    if (strcmp(k, "table") == 0 || strcmp(k, "single-node") == 0)
+        return 1; /* rowlock's own keys */
+    if (strcmp(k, "host") == 0 && c->host != NULL && strchr(c->host, ','))
+        return 1; /* a failover list: db.c tries its hosts one by one */
     if (c->connect_timeout_ms && key_is(k, timeout))
         return 1;
     if (c->tls_mode == ROWLOCK_TLS_DEFAULT)
@@ -418,15 +428,15 @@ static const char *file_password(const rowlock_client *c)
     return pw;
 }
 
-int rowlock__db_connect(rowlock_client *c)
+/* A new MYSQL handle with the client's options, connected to host/port
+ * (NULL/0: the option files' or libmysqlclient's defaults). 0, or an error
+ * captured in the client (*m is NULL then). */
+static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQL **out)
 {
-    rowlock__db_close(c);
+    *out = NULL;
     MYSQL *m = mysql_init(NULL);
     if (m == NULL)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "connect: out of memory");
-    c->mysql = m;
-    c->owns_mysql = 1;
-
     unsigned int ct = c->connect_timeout_ms ? (c->connect_timeout_ms + 999) / 1000 : 10;
     mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
     if (c->read_timeout_ms) {
@@ -444,8 +454,10 @@ int rowlock__db_connect(rowlock_client *c)
     char tmp_path[4096];
     int rc = 0;
     int fd = give_options(c, m, &rc, tmp_path, sizeof tmp_path);
-    if (rc)
-        goto fail;
+    if (rc) {
+        mysql_close(m);
+        return rc;
+    }
 
     /* The password: the explicit one, else the option files'; never NULL,
      * so Connector/C never falls back to the MYSQL_PWD environment variable
@@ -453,16 +465,15 @@ int rowlock__db_connect(rowlock_client *c)
      * prompt). */
     const char *password = c->password ? c->password : file_password(c);
     /* No CLIENT_FOUND_ROWS: the strategies read "rows changed" counts. */
-    MYSQL *ok = mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->unix_socket, 0);
+    MYSQL *ok = mysql_real_connect(m, host, c->user, password, c->database, port, c->unix_socket, 0);
     if (fd >= 0)
         close(fd);
     if (tmp_path[0])
         unlink(tmp_path);
     if (!ok) {
         rc = capture(c, "connect", mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
-        if (rc != ROWLOCK_EDB)
-            rc = ROWLOCK_EDB;
-        goto fail;
+        mysql_close(m);
+        return ROWLOCK_EDB;
     }
     {
         const char *cipher = mysql_get_ssl_cipher(m);
@@ -473,19 +484,144 @@ int rowlock__db_connect(rowlock_client *c)
             rc = rowlock__fail(c, ROWLOCK_EDB, "connect: TLS mode %s, but the connection is %s%s",
                                tls_mode_name(c->tls_mode), encrypted ? "encrypted" : "not encrypted",
                                encrypted ? "" : " (the server offers no TLS on this connection)");
-            goto fail;
+            mysql_close(m);
+            return rc;
         }
     }
+    *out = m;
+    return 0;
+}
+
+/* With several hosts, a Galera node that is not ready (left the primary
+ * component, still joining) accepts connections but refuses every query
+ * (1047): skip it. 1 ready (or not a Galera node), 0 not ready. */
+static int node_ready(MYSQL *m)
+{
+    static const char q[] = "SELECT IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+                            "WHERE VARIABLE_NAME = 'WSREP_READY'), 'ON')";
+    if (mysql_real_query(m, q, (unsigned long)strlen(q)))
+        return 0;
+    MYSQL_RES *r = mysql_store_result(m);
+    if (!r)
+        return 0;
+    MYSQL_ROW row = mysql_fetch_row(r);
+    int ok = row && row[0] && strcmp(row[0], "ON") == 0;
+    mysql_free_result(r);
+    return ok;
+}
+
+/* Next entry of a comma-separated host list "h1[:port],[v6addr]:port,h3":
+ * copies the host into buf, sets *port (0 if none); returns the rest of the
+ * list, or NULL at its end. */
+const char *rowlock__db_next_host(const char *list, char *buf, size_t cap, unsigned int *port)
+{
+    while (*list == ' ' || *list == ',')
+        list++;
+    if (*list == '\0')
+        return NULL;
+    size_t n = strcspn(list, ",");
+    const char *rest = list + n;
+    while (n > 0 && list[n - 1] == ' ')
+        n--;
+    const char *colon = NULL;
+    const char *h = list;
+    size_t hl = n;
+    *port = 0;
+    if (h[0] == '[') { /* [v6]:port or [v6] */
+        const char *close = memchr(h, ']', n);
+        if (close) {
+            if (close + 1 < h + n && close[1] == ':')
+                colon = close + 1;
+            h++;
+            hl = (size_t)(close - h);
+        }
+    } else {
+        const char *c1 = memchr(h, ':', n);
+        if (c1 && !memchr(c1 + 1, ':', (size_t)(h + n - c1 - 1))) /* one colon: host:port; more: bare v6 */
+            colon = c1;
+        if (colon)
+            hl = (size_t)(colon - h);
+    }
+    if (colon) {
+        unsigned long v = 0;
+        const char *p = colon + 1;
+        int digits = 0;
+        while (p < list + n && *p >= '0' && *p <= '9' && v <= 65535) {
+            v = v * 10 + (unsigned long)(*p++ - '0');
+            digits++;
+        }
+        if (digits && p == list + n && v > 0 && v <= 65535)
+            *port = (unsigned int)v;
+        else
+            hl = n, h = list; /* not a port: keep the entry whole (the server will say) */
+    }
+    if (hl >= cap)
+        hl = cap - 1;
+    memcpy(buf, h, hl);
+    buf[hl] = '\0';
+    return rest;
+}
+
+int rowlock__db_connect(rowlock_client *c)
+{
+    rowlock__db_close(c);
+    c->mysql = NULL;
+    c->owns_mysql = 1;
+    MYSQL *m = NULL;
+    int rc;
+    if (c->host == NULL || strchr(c->host, ',') == NULL) {
+        rc = open_one(c, c->host, c->port, &m);
+    } else {
+        /* Failover: the hosts in order, at every (re)connect; the first that
+         * answers and, on Galera, is ready, wins. */
+        char host[256], tried[ROWLOCK__ERRMSG_MAX / 2] = "";
+        unsigned int port;
+        const char *p = c->host;
+        size_t tl = 0;
+        rc = rowlock__fail(c, ROWLOCK_EINVALID, "connect: empty host list");
+        while ((p = rowlock__db_next_host(p, host, sizeof host, &port)) != NULL) {
+            rc = open_one(c, host, port ? port : c->port, &m);
+            if (rc == 0 && node_ready(m))
+                break;
+            int not_ready = rc == 0;
+            if (not_ready) {
+                mysql_close(m);
+                m = NULL;
+                c->db_errno = ER_UNKNOWN_COM_ERROR;
+                rowlock__strlcpy(c->sqlstate, "08S01", sizeof c->sqlstate);
+                rc = rowlock__fail(c, ROWLOCK_EDB, "connect: Galera node not ready (wsrep_ready=OFF)");
+            }
+            if (rc == ROWLOCK_ENOMEM || rc == ROWLOCK_EINVALID)
+                break;
+            char why[32];
+            if (not_ready)
+                snprintf(why, sizeof why, "not ready");
+            else
+                snprintf(why, sizeof why, "error %u", c->db_errno);
+            tl += (size_t)snprintf(tried + tl, tl < sizeof tried ? sizeof tried - tl : 0, "%s%s%s%.0u (%s)",
+                                   tl ? ", " : "", host, port ? ":" : "", port, why);
+            if (tl >= sizeof tried)
+                tl = sizeof tried - 1;
+        }
+        if (rc == ROWLOCK_EDB) {
+            char last[ROWLOCK__ERRMSG_MAX];
+            rowlock__strlcpy(last, c->errmsg, sizeof last);
+            rc = rowlock__fail(c, ROWLOCK_EDB, "connect: no host of the list answered (tried %s); last: %s", tried,
+                               last);
+        }
+    }
+    if (rc)
+        return rc;
+    c->mysql = m;
     c->connected = 1;
     c->conn_pid = (long)getpid();
-    if ((rc = rowlock__db_server_check(c, "connect")))
-        goto fail;
+    if ((rc = rowlock__db_server_check(c, "connect"))) {
+        mysql_close(m);
+        c->mysql = NULL;
+        c->connected = 0;
+        return rc;
+    }
     return 0;
-fail:
-    mysql_close(m);
-    c->mysql = NULL;
-    c->connected = 0;
-    return rc;
 }
 
 int rowlock__db_server_check(rowlock_client *c, const char *what)
@@ -701,6 +837,7 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
         if (f == 1) {
             rc = capture_stmt(c, what, st);
             mysql_stmt_free_result(st);
+            forget_stmt(c, st); /* its result ended in an error: prepare it afresh */
             return rc;
         }
         if (stop || (nrows > 0 && row_fn == NULL))

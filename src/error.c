@@ -39,6 +39,10 @@ rowlock__dbclass rowlock__db_classify(unsigned int e)
     case ER_LOCK_DEADLOCK:       /* 1213: two waiters' inserts on a just-freed key */
     case ER_STATEMENT_TIMEOUT:   /* 1969: max_statement_time bounded a server-side wait */
     case ER_QUERY_INTERRUPTED:   /* 1317 */
+    /* Galera: a certification failure or a brute-force abort by a replicated
+     * write set arrives as 1213 (above); a conflict detected at commit can
+     * also come as 1180. Both rolled the statement back: busy, retry. */
+    case ER_ERROR_DURING_COMMIT: /* 1180 */
         return ROWLOCK__DB_BUSY;
     case ER_NO_SUCH_TABLE:       /* 1146 */
     case ER_BAD_FIELD_ERROR:     /* 1054 */
@@ -56,6 +60,10 @@ rowlock__dbclass rowlock__db_classify(unsigned int e)
     case ER_CONNECTION_KILLED:   /* 1927 */
     case ER_SERVER_SHUTDOWN:     /* 1053 */
     case ER_NEW_ABORTING_CONNECTION: /* 1184 */
+    /* Galera: "WSREP has not yet prepared node for application use": the
+     * node left the primary component or is not synced. This node cannot
+     * serve us; reconnect (to the next host, if several are given). */
+    case ER_UNKNOWN_COM_ERROR:   /* 1047 */
         return ROWLOCK__DB_CONN;
     case ER_DUP_ENTRY:           /* 1062 */
         return ROWLOCK__DB_DUP;

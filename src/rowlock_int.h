@@ -178,6 +178,8 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
 /* A statement without parameters (fixed SQL, {{table}} expanded), over the
  * text protocol; any result is discarded. */
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql);
+/* Connect (c->host may be a comma-separated failover list, tried in order;
+ * see rowlock__db_next_host). */
 int rowlock__db_connect(rowlock_client *c);
 /* EUNSUPPORTED unless the connected server is MariaDB 10.6+. */
 int rowlock__db_server_check(rowlock_client *c, const char *what);
@@ -224,6 +226,9 @@ int rowlock__fault_set(const struct rowlock_client *c, const char *tag, unsigned
 void rowlock__fault_clear(const struct rowlock_client *c);
 unsigned rowlock__fault_fired(const struct rowlock_client *c, const char *tag);
 #endif
+/* Next entry of a host list "h1[:port],[v6]:port,h3": the host into buf, its
+ * port into *port (0 if none); returns the rest of the list, NULL at its end. */
+const char *rowlock__db_next_host(const char *list, char *buf, size_t cap, unsigned int *port);
 void rowlock__db_close(rowlock_client *c);
 void rowlock__db_drop_statements(rowlock_client *c);
 int rowlock__db_in_transaction(rowlock_client *c);

@@ -17,6 +17,37 @@ static const char SQL_SET_VERSION[] =
  * last step or when the connection ends. */
 static const char SQL_MIGRATE_LOCK[] = "/* rowlock:migrate-lock */ SELECT GET_LOCK(?, 60)";
 static const char SQL_MIGRATE_UNLOCK[] = "/* rowlock:migrate-unlock */ SELECT RELEASE_LOCK(?)";
+/* 1 on a Galera node (wsrep_on) whose wsrep_mode includes STRICT_REPLICATION,
+ * which refuses non-InnoDB tables; read from information_schema so that it
+ * also works on servers that have no wsrep_mode variable (then 0). */
+static const char SQL_WSREP_STRICT[] =
+    "/* rowlock:migrate-traits */ SELECT IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_ON')"
+    " = 'ON' AND FIND_IN_SET('STRICT_REPLICATION', (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES"
+    " WHERE VARIABLE_NAME = 'WSREP_MODE')) > 0, 0)";
+
+/* Server properties a migration file may branch on ("-- rowlock:if NAME"). */
+typedef struct {
+    int wsrep_strict; /* "wsrep-strict-replication" */
+} server_traits;
+
+static int read_traits(rowlock_client *c, server_traits *t)
+{
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    int rc = rowlock__db_exec(c, "migrate: server check", SQL_WSREP_STRICT, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+    if (rc)
+        return rc;
+    t->wsrep_strict = !col.is_null && col.i != 0;
+    return 0;
+}
+
+/* The value of a "-- rowlock:if" condition, or -1 if it is unknown. */
+static int trait_value(const server_traits *t, const char *name)
+{
+    size_t n = strcspn(name, " \t\r");
+    if (n == strlen("wsrep-strict-replication") && strncmp(name, "wsrep-strict-replication", n) == 0)
+        return t->wsrep_strict;
+    return -1;
+}
 
 ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
 {
@@ -63,8 +94,15 @@ int rowlock__schema_check(rowlock_client *c)
 }
 
 /* Run one migration file: statements end with ';' at the end of a line;
- * lines starting with "--" are comments. */
-static int apply_file(rowlock_client *c, const rowlock__migration *m)
+ * lines starting with "--" are comments. Three comment lines choose between
+ * variants of a statement by a server property (no nesting):
+ *   -- rowlock:if NAME    the lines up to ":else" or ":end" run if NAME holds
+ *   -- rowlock:else       the lines up to ":end" run if it does not
+ *   -- rowlock:end
+ * Every statement must be safe to run again (IF NOT EXISTS ...): DDL is not
+ * transactional, so a migration that failed halfway is resumed by running
+ * it again from the start. */
+static int apply_file(rowlock_client *c, const rowlock__migration *m, const server_traits *traits)
 {
     char *text = strdup(m->sql);
     if (!text)
@@ -77,13 +115,33 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "migrate: out of memory");
     }
     int rc = 0;
+    int branch = 0; /* 0 outside a rowlock:if, 1 in a running branch, 2 in a skipped one */
     char *save = NULL;
     memcpy(stmt, tag, sizeof tag - 1);
     for (char *line = strtok_r(text, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
         const char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
-        if (strncmp(t, "--", 2) == 0 || *t == '\0')
+        if (strncmp(t, "-- rowlock:if ", 14) == 0 && branch == 0 && n == 0) {
+            int v = trait_value(traits, t + 14);
+            if (v < 0)
+                rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: unknown condition in \"%.60s\"", m->file, t);
+            branch = v > 0 ? 1 : 2;
+            continue;
+        }
+        if (strncmp(t, "-- rowlock:else", 15) == 0 && branch != 0 && n == 0) {
+            branch = branch == 1 ? 2 : 1;
+            continue;
+        }
+        if (strncmp(t, "-- rowlock:end", 14) == 0 && branch != 0 && n == 0) {
+            branch = 0;
+            continue;
+        }
+        if (strncmp(t, "-- rowlock:", 11) == 0) {
+            rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: misplaced \"%.60s\"", m->file, t);
+            continue;
+        }
+        if (strncmp(t, "--", 2) == 0 || *t == '\0' || branch == 2)
             continue;
         size_t len = strlen(line);
         memcpy(stmt + n, line, len);
@@ -99,6 +157,8 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m)
             n = sizeof tag - 1;
         }
     }
+    if (rc == 0 && (branch != 0 || n != 0))
+        rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: unterminated statement or rowlock:if", m->file);
     free(stmt);
     free(text);
     return rc;
@@ -138,9 +198,12 @@ ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *f
         rc = rowlock__schema_check(c);
         goto out;
     }
+    server_traits traits = { 0 };
+    if (found < rowlock__migration_count && (rc = read_traits(c, &traits)))
+        goto out;
     for (int i = found; i < rowlock__migration_count; i++) {
         const rowlock__migration *m = &rowlock__migrations[i];
-        if ((rc = apply_file(c, m)))
+        if ((rc = apply_file(c, m, &traits)))
             goto out;
         rowlock__param pv[2] = { RL_STR(c->table, strlen(c->table)), RL_I64(m->number) };
         if ((rc = rowlock__db_exec(c, "migrate: record version", SQL_SET_VERSION, 0, pv, 2, NULL, 0, NULL, NULL, NULL)))

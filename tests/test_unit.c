@@ -244,6 +244,11 @@ static void test_db_classify__maps_server_errors(void **state)
     assert_int_equal(rowlock__db_classify(1205), ROWLOCK__DB_BUSY);
     assert_int_equal(rowlock__db_classify(1213), ROWLOCK__DB_BUSY);
     assert_int_equal(rowlock__db_classify(1969), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1317), ROWLOCK__DB_BUSY);
+    /* Galera: conflict at commit (certification) is busy; a node that is not
+     * ready (non-primary, not synced) is a connection to give up on */
+    assert_int_equal(rowlock__db_classify(1180), ROWLOCK__DB_BUSY);
+    assert_int_equal(rowlock__db_classify(1047), ROWLOCK__DB_CONN);
     /* table does not exist */
     assert_int_equal(rowlock__db_classify(1146), ROWLOCK__DB_SCHEMA);
     /* can't connect (socket / TCP), server gone away, lost connection */
@@ -260,6 +265,47 @@ static void test_db_classify__maps_server_errors(void **state)
     assert_int_equal(rowlock__db_classify(1048), ROWLOCK__DB_OTHER); /* column cannot be null */
     assert_int_equal(rowlock__db_classify(1292), ROWLOCK__DB_OTHER); /* truncated value */
     assert_int_equal(rowlock__db_classify(99999), ROWLOCK__DB_OTHER);
+}
+
+/* ---- failover host lists ---------------------------------------------------------------- */
+
+static void test_host_list__entries_ports_and_ipv6(void **state)
+{
+    (void)state;
+    char h[64];
+    unsigned int port = 99;
+    const char *p = "db1, db2:3307,[::1]:3308,::1,[fe80::1],db3:x,db4:70000,,";
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_non_null(p);
+    assert_string_equal(h, "db1");
+    assert_int_equal(port, 0);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "db2");
+    assert_int_equal(port, 3307);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "::1");
+    assert_int_equal(port, 3308);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "::1"); /* several colons, no brackets: a bare IPv6 address */
+    assert_int_equal(port, 0);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "fe80::1");
+    assert_int_equal(port, 0);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "db3:x"); /* not a port: kept whole, the connect reports it */
+    assert_int_equal(port, 0);
+    p = rowlock__db_next_host(p, h, sizeof h, &port);
+    assert_string_equal(h, "db4:70000");
+    assert_int_equal(port, 0);
+    assert_null(rowlock__db_next_host(p, h, sizeof h, &port));
+    assert_null(rowlock__db_next_host("", h, sizeof h, &port));
+    assert_null(rowlock__db_next_host(" , ", h, sizeof h, &port));
+    /* truncated to the buffer, never overflowing it */
+    char small[4];
+    p = rowlock__db_next_host("abcdefgh:1", small, sizeof small, &port);
+    assert_non_null(p);
+    assert_string_equal(small, "abc");
+    assert_int_equal(port, 1);
 }
 
 /* ---- table names -------------------------------------------------------------------------- */
@@ -557,6 +603,7 @@ int main(void)
         cmocka_unit_test(test_utf8__accepts_valid_sequences),
         cmocka_unit_test(test_utf8__refuses_invalid_sequences),
         cmocka_unit_test(test_db_classify__maps_server_errors),
+        cmocka_unit_test(test_host_list__entries_ports_and_ipv6),
         cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
         cmocka_unit_test(test_table_name_check__refuses_everything_else),
         cmocka_unit_test(test_table_name_check__refuses_rowlocks_own_objects),

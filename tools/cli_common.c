@@ -31,7 +31,11 @@ const char cli_conn_help[] =
     "  --table=NAME             lock table (default rowlock_locks, or [rowlock] table=)\n"
     "  --ssl-mode=MODE          DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY\n"
     "  --ssl-ca=FILE            CA certificate file for VERIFY_CA/VERIFY_IDENTITY\n"
-    "  --connect-timeout=SECS   connect timeout in seconds (default 10)\n";
+    "  --connect-timeout=SECS   connect timeout in seconds (default 10)\n"
+    "  --single-node            all lock traffic goes to one Galera node: allows the for-update\n"
+    "                           strategy on a cluster (also [rowlock] single-node=1)\n"
+    "HOST may list several servers, tried in order at every (re)connect, for failover:\n"
+    "  --host=db1,db2:3307,[::1]:3308  (also host= in an option file)\n";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -212,6 +216,8 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us)
 
 int cli_exit_for(int code)
 {
+    if (code == ROWLOCK_EUNSUPPORTED)
+        return CLI_EX_CONFIG; /* e.g. for-update on a Galera node: the database is fine */
     return code == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
 }
 
@@ -235,6 +241,9 @@ void cli_report(const char *prog, const char *what, const rowlock_client *c, int
     fprintf(stderr, " (%s)", rowlock_error_name(code));
     if (code == ROWLOCK_ESCHEMA && (msg == NULL || strstr(msg, "rowlock migrate") == NULL))
         fputs("; run `rowlock migrate` to create or upgrade the lock table", stderr);
+    if (code == ROWLOCK_EUNSUPPORTED && msg && strstr(msg, "Galera"))
+        fputs("; if all lock traffic goes to one node, say so with --single-node or [rowlock] single-node=1",
+              stderr);
     fputc('\n', stderr);
 }
 
@@ -271,7 +280,7 @@ static int parse_tls_mode(const char *v, rowlock_tls_mode *out)
 
 enum {
     OPT_DEFAULTS_FILE, OPT_HOST, OPT_PORT, OPT_SOCKET, OPT_USER, OPT_DATABASE, OPT_TABLE,
-    OPT_SSL_MODE, OPT_SSL_CA, OPT_CONNECT_TIMEOUT, OPT_PASSWORD
+    OPT_SSL_MODE, OPT_SSL_CA, OPT_CONNECT_TIMEOUT, OPT_PASSWORD, OPT_SINGLE_NODE
 };
 
 static const struct { const char *name; int id; } conn_opts[] = {
@@ -280,7 +289,7 @@ static const struct { const char *name; int id; } conn_opts[] = {
     { "user", OPT_USER },                   { "database", OPT_DATABASE },
     { "table", OPT_TABLE },                 { "ssl-mode", OPT_SSL_MODE },
     { "ssl-ca", OPT_SSL_CA },               { "connect-timeout", OPT_CONNECT_TIMEOUT },
-    { "password", OPT_PASSWORD },
+    { "password", OPT_PASSWORD },           { "single-node", OPT_SINGLE_NODE },
 };
 
 int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i)
@@ -311,6 +320,15 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
             return -1;
         }
         cc->prompt_password = 1;
+        *i += 1;
+        return 1;
+    }
+    if (id == OPT_SINGLE_NODE) {
+        if (eq != NULL) {
+            fprintf(stderr, "%s: --single-node takes no value\n", prog);
+            return -1;
+        }
+        cc->opts.flags |= ROWLOCK_CLIENT_SINGLE_NODE;
         *i += 1;
         return 1;
     }

@@ -19,6 +19,7 @@ enum {
     CLI_EX_USAGE = 64,
     CLI_EX_UNAVAILABLE = 69, /* database unavailable or schema missing/outdated */
     CLI_EX_TEMPFAIL = 75,    /* lease lost while running */
+    CLI_EX_CONFIG = 78,      /* not supported here (e.g. for-update on a Galera node) */
     CLI_EX_NOEXEC = 126,
     CLI_EX_NOTFOUND = 127
 };
@@ -36,7 +37,7 @@ void cli_conn_init(cli_conn *cc);
 /*
  * If argv[*i] is a connection option (--host=H, --host H, --port, --socket,
  * --user, --database, --table, --ssl-mode, --ssl-ca, --connect-timeout,
- * --defaults-file, --password), consume it (and its value), advance *i past
+ * --defaults-file, --password, --single-node), consume it (and its value), advance *i past
  * it and return 1. Return 0 if it is not one. On a bad value print one line
  * "PROG: ..." to stderr and return -1 (the caller exits CLI_EX_USAGE).
  * A password on the command line (--password=X) is refused: -1.
@@ -89,7 +90,7 @@ void cli_report(const char *prog, const char *what, const rowlock_client *c, int
 int cli_conn_lost(const rowlock_client *c);
 
 /* The exit code for a library error code: CLI_EX_USAGE for ROWLOCK_EINVALID,
- * CLI_EX_UNAVAILABLE otherwise. */
+ * CLI_EX_CONFIG for ROWLOCK_EUNSUPPORTED, CLI_EX_UNAVAILABLE otherwise. */
 int cli_exit_for(int code);
 
 /* ---- one option parser for every tool ------------------------------------ */

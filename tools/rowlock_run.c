@@ -681,7 +681,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
     if (rc != 0) {
         cli_report(PROG, "cannot acquire the lock", c, rc);
-        ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+        ex = cli_exit_for(rc);
         goto out;
     }
     /* The library's keeper renews the lease (on a connection of its own)

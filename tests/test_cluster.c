@@ -1,0 +1,580 @@
+/*
+ * The cluster suite: rowlock on a 3-node MariaDB Galera cluster on 127.0.0.1
+ * (tools/rowlock-cluster; started and stopped by the ctest fixture
+ * `cluster`, see tests/CMakeLists.txt).
+ *
+ *   - mutual exclusion across nodes, insert and optimistic: workers on all
+ *     three nodes increment a non-atomic counter inside the lock and log
+ *     every critical section; the history must show no overlap, tokens
+ *     increasing in grant order, and no acquire failing with anything but
+ *     "busy" (Galera's certification failures and brute-force aborts are
+ *     retried as busy);
+ *   - a node killed with SIGKILL under a holder (`rowlock run` on it exits
+ *     75 before its lease ends) and waiters (those on other nodes get the
+ *     lock only after the holder's command stopped; the one on the dead node
+ *     fails), and the node rejoins and serves locks again;
+ *   - for-update refused on a cluster node (library: EUNSUPPORTED; CLI: 78)
+ *     and working with single-node routing;
+ *   - migrate under wsrep_mode=STRICT_REPLICATION (the waiter queue becomes a
+ *     view) and locks working on that schema;
+ *   - failover: a host list skips a dead node.
+ *
+ * Environment (tests/CMakeLists.txt): ROWLOCK_CLUSTER (the script),
+ * ROWLOCK_CLUSTER_DIR, ROWLOCK_DEFAULTS_FILE (node 1), ROWLOCK_CLI (rowlock).
+ *
+ * `test_cluster fairness` (not run by ctest) prints how grants spread over
+ * two waiters on each node: a measurement, no assertion.
+ */
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char TABLE[64] = "t_cluster";
+static char CNF[4][512];  /* client option file of node 1..3 */
+static char ROOT[4][512]; /* admin option file of node 1..3 */
+static char ALL[512];     /* all nodes, failover order 1, 2, 3 */
+
+static const char *env_or_skip(const char *name)
+{
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0')
+        fail_msg("%s is not set (run through ctest -L cluster)", name);
+    return v;
+}
+
+static void paths(void)
+{
+    const char *dir = getenv("ROWLOCK_CLUSTER_DIR");
+    if (dir == NULL)
+        return;
+    for (int n = 1; n <= 3; n++) {
+        snprintf(CNF[n], sizeof CNF[n], "%s/node%d.cnf", dir, n);
+        snprintf(ROOT[n], sizeof ROOT[n], "%s/root%d.cnf", dir, n);
+    }
+    snprintf(ALL, sizeof ALL, "%s/all.cnf", dir);
+}
+
+/* Run the cluster script with "ARGS DIR" (its output to stderr, or nowhere
+ * when quiet); returns its exit status. */
+static int cluster_run(const char *args, int quiet)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' %s '%s' %s", env_or_skip("ROWLOCK_CLUSTER"), args,
+             env_or_skip("ROWLOCK_CLUSTER_DIR"), quiet ? ">/dev/null 2>&1" : ">&2");
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static int cluster(const char *args)
+{
+    return cluster_run(args, 0);
+}
+
+/* Run the rowlock CLI: "rowlock --defaults-file=CNF --table=TABLE ARGS";
+ * returns its exit status. */
+static int cli(const char *cnf, const char *args)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "'%s' --defaults-file='%s' --table=%s %s", env_or_skip("ROWLOCK_CLI"), cnf, TABLE,
+             args);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* CLOCK_BOOTTIME in µs: the clock of /proc/uptime, which shell commands
+ * in the kill test write. */
+static int64_t boot_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Sum of a wsrep status counter over the nodes (certification failures, ...). */
+static long long wsrep_sum(const char *var)
+{
+    long long sum = 0;
+    for (int n = 1; n <= 3; n++) {
+        int ok = 0;
+        long long v = tu_sql_int(ROOT[n], &ok,
+                                 "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '%s'",
+                                 var);
+        if (ok)
+            sum += v;
+    }
+    return sum;
+}
+
+/* ---- mutual exclusion across nodes ----------------------------------------------------- */
+
+#define MAX_GRANTS 4000
+#define WORKERS 6 /* two per node */
+
+typedef struct grant {
+    int worker;
+    uint64_t token;
+    int64_t t_in, t_out; /* CLOCK_MONOTONIC µs, same clock in every process */
+} grant;
+
+typedef struct history {
+    rowlock_strategy s;
+    int64_t until_us;
+    volatile long counter; /* incremented non-atomically inside the lock */
+    int n;                 /* grants logged (atomic add) */
+    int errors;            /* acquire/release failures other than busy */
+    char first_error[512];
+    int grants_per_worker[WORKERS];
+    grant g[MAX_GRANTS];
+} history;
+
+static int mutex_worker(void *arg, int idx)
+{
+    history *h = arg;
+    int node = idx % 3 + 1;
+    rowlock_client *c = tu_child_client(CNF[node], TABLE);
+    rowlock_lock *l = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    if (c == NULL)
+        return 10;
+    lo.strategy = h->s;
+    if (rowlock_lock_new(&l, c, "mutex", &lo) != 0)
+        return 11;
+    unsigned seed = (unsigned)getpid();
+    while (tu_now_us() < h->until_us) {
+        int rc = rowlock_acquire(l, 2000, 10000);
+        if (rc == ROWLOCK_EBUSY)
+            continue;
+        if (rc != 0) {
+            if (__atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) acquire: %s: %s", idx, node,
+                         rowlock_error_name(rc), rowlock_client_errmsg(c));
+            continue;
+        }
+        int64_t t_in = tu_now_us();
+        long v = h->counter; /* read, wait, write: a second holder would lose an update */
+        usleep(500 + rand_r(&seed) % 2000);
+        h->counter = v + 1;
+        int64_t t_out = tu_now_us();
+        int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
+        if (i < MAX_GRANTS)
+            h->g[i] = (grant){ idx, rowlock_lock_token(l), t_in, t_out };
+        h->grants_per_worker[idx]++;
+        rc = rowlock_release(l);
+        if (rc != 0 && __atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) release: %s: %s", idx, node,
+                     rowlock_error_name(rc), rowlock_client_errmsg(c));
+        if (rand_r(&seed) % 4 == 0)
+            usleep(rand_r(&seed) % 3000); /* let others in now and then */
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static int by_t_in(const void *a, const void *b)
+{
+    const grant *x = a, *y = b;
+    return x->t_in < y->t_in ? -1 : x->t_in > y->t_in;
+}
+
+/* The history check: critical sections never overlap, the counter lost no
+ * update, tokens increase in grant order. Returns the number of violations
+ * (each printed). */
+static int check_history(history *h)
+{
+    int bad = 0, n = h->n < MAX_GRANTS ? h->n : MAX_GRANTS;
+    qsort(h->g, (size_t)n, sizeof h->g[0], by_t_in);
+    for (int i = 1; i < n; i++) {
+        if (h->g[i].t_in < h->g[i - 1].t_out) {
+            fprintf(stderr, "DOUBLE GRANT: worker %d entered at %lld before worker %d left at %lld\n", h->g[i].worker,
+                    (long long)h->g[i].t_in, h->g[i - 1].worker, (long long)h->g[i - 1].t_out);
+            bad++;
+        }
+        if (h->g[i].token <= h->g[i - 1].token) {
+            fprintf(stderr, "TOKEN ORDER: grant %d (worker %d) token %llu after token %llu\n", i, h->g[i].worker,
+                    (unsigned long long)h->g[i].token, (unsigned long long)h->g[i - 1].token);
+            bad++;
+        }
+    }
+    if (h->counter != h->n) {
+        fprintf(stderr, "LOST UPDATE: counter %ld after %d grants\n", h->counter, h->n);
+        bad++;
+    }
+    return bad;
+}
+
+static void mutual_exclusion(rowlock_strategy s, int seconds)
+{
+    history *h = tu_shm(sizeof *h);
+    h->s = s;
+    h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    long long cert0 = wsrep_sum("WSREP_LOCAL_CERT_FAILURES"), bf0 = wsrep_sum("WSREP_LOCAL_BF_ABORTS");
+    int status[WORKERS];
+    int failed = tu_run_children(WORKERS, mutex_worker, h, status, (int64_t)(seconds + 60) * 1000);
+    long long cert = wsrep_sum("WSREP_LOCAL_CERT_FAILURES") - cert0, bf = wsrep_sum("WSREP_LOCAL_BF_ABORTS") - bf0;
+    int bad = check_history(h);
+    fprintf(stderr, "%s: %d grants in %d s over 3 nodes; per worker (nodes 1,2,3,1,2,3):", rowlock_strategy_name(s),
+            h->n, seconds);
+    for (int i = 0; i < WORKERS; i++)
+        fprintf(stderr, " %d", h->grants_per_worker[i]);
+    fprintf(stderr, "; certification failures %lld, brute-force aborts %lld; double grants %d\n", cert, bf, bad);
+    if (h->errors)
+        fprintf(stderr, "%d acquire/release errors; first: %s\n", h->errors, h->first_error);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(h->errors, 0);
+    assert_true(h->n >= 10);
+    tu_shm_free(h, sizeof *h);
+}
+
+static void test_mutex__insert_workers_on_three_nodes_never_overlap(void **state)
+{
+    (void)state;
+    mutual_exclusion(ROWLOCK_STRATEGY_INSERT, 8);
+}
+
+static void test_mutex__optimistic_workers_on_three_nodes_never_overlap(void **state)
+{
+    (void)state;
+    /* A reaper-free fresh name per strategy: the row's strategy is fixed. */
+    assert_int_equal(tu_sql(CNF[1], 0, "DELETE FROM `%s` WHERE name = 'mutex'", TABLE), 0);
+    mutual_exclusion(ROWLOCK_STRATEGY_OPTIMISTIC, 8);
+}
+
+/* ---- a node killed under a holder and waiters --------------------------------------------- */
+
+typedef struct kill_shared {
+    int node;       /* where this waiter connects */
+    int rc;         /* its acquire's result */
+    char msg[512];
+    int64_t t_grant; /* CLOCK_BOOTTIME µs when acquire returned 0 */
+    uint64_t token;
+} kill_shared;
+
+static int kill_waiter(void *arg, int idx)
+{
+    kill_shared *k = (kill_shared *)arg + idx;
+    rowlock_client *c = tu_child_client(CNF[k->node], TABLE);
+    rowlock_lock *l = NULL;
+    if (c == NULL)
+        return 10;
+    if (rowlock_lock_new(&l, c, "kill", NULL) != 0)
+        return 11;
+    k->rc = rowlock_acquire(l, 40000, 4000);
+    k->t_grant = boot_us();
+    snprintf(k->msg, sizeof k->msg, "%s", rowlock_client_errmsg(c));
+    if (k->rc == 0) {
+        k->token = rowlock_lock_token(l);
+        usleep(300000);
+        if (rowlock_release(l) != 0)
+            return 12;
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static int64_t read_uptime_us(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    double s = -1;
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%lf", &s) != 1)
+        s = -1;
+    fclose(f);
+    return s < 0 ? -1 : (int64_t)(s * 1e6);
+}
+
+static void test_kill__a_node_killed_under_holder_and_waiters(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rowlock-cluster-kill.XXXXXX", cmd[3000], f_start[64], f_end[64], f_token[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(f_start, sizeof f_start, "%s/start", dir);
+    snprintf(f_end, sizeof f_end, "%s/end", dir);
+    snprintf(f_token, sizeof f_token, "%s/token", dir);
+
+    /* The holder: `rowlock run` on node 3; its command logs when it starts
+     * and when it is told to stop (SIGTERM), on the clock of /proc/uptime. */
+    snprintf(cmd, sizeof cmd,
+             "'%s' --defaults-file='%s' --table=%s run -l 4 kill -- sh -c "
+             "'echo $ROWLOCK_TOKEN > %s; cat /proc/uptime > %s; trap \"cat /proc/uptime > %s; exit 0\" TERM; "
+             "while :; do sleep 0.05; done'",
+             env_or_skip("ROWLOCK_CLI"), CNF[3], TABLE, f_token, f_start, f_end);
+    pid_t holder = fork();
+    assert_true(holder >= 0);
+    if (holder == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int64_t t0 = tu_now_us();
+    while (access(f_start, R_OK) != 0 && tu_ms_since(t0) < 15000)
+        usleep(50000);
+    assert_int_equal(access(f_start, R_OK), 0);
+
+    /* Waiters on every node, queued behind the holder. */
+    kill_shared *k = tu_shm(3 * sizeof *k);
+    pid_t w[3];
+    for (int i = 0; i < 3; i++) {
+        k[i].node = i + 1;
+        w[i] = tu_fork(kill_waiter, k, i);
+    }
+    usleep(1500000);
+    int64_t t_kill = boot_us();
+    assert_int_equal(cluster("node-kill 3"), 0);
+
+    /* The holder's renewals fail: its command is stopped before the lease
+     * ends, and rowlock exits 75. */
+    int st = 0;
+    t0 = tu_now_us();
+    pid_t r;
+    while ((r = waitpid(holder, &st, WNOHANG)) == 0 && tu_ms_since(t0) < 30000)
+        usleep(50000);
+    if (r == 0) {
+        kill(holder, SIGKILL);
+        waitpid(holder, &st, 0);
+        fail_msg("the holder on the killed node did not exit within 30 s");
+    }
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 75);
+    int64_t t_end = read_uptime_us(f_end);
+    assert_true(t_end > 0);
+    assert_true(t_end >= t_kill - 20000); /* it stopped because of the kill */
+
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(tu_wait(w[i], 60000), 0);
+    uint64_t holder_token = 0;
+    {
+        FILE *f = fopen(f_token, "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%llu", (unsigned long long *)&holder_token), 1);
+        fclose(f);
+    }
+    for (int i = 0; i < 3; i++)
+        fprintf(stderr, "waiter on node %d: %s%s%s, %.2f s after the kill, token %llu\n", k[i].node,
+                rowlock_error_name(k[i].rc), k[i].rc ? ": " : "", k[i].rc ? k[i].msg : "",
+                (double)(k[i].t_grant - t_kill) / 1e6, (unsigned long long)k[i].token);
+    fprintf(stderr, "holder's command stopped %.2f s after the kill (token %llu)\n", (double)(t_end - t_kill) / 1e6,
+            (unsigned long long)holder_token);
+    /* The waiter on the dead node fails (its server is gone); the others
+     * get the lock, only after the holder's command stopped, with larger
+     * tokens. /proc/uptime has 10 ms steps. */
+    assert_int_not_equal(k[2].rc, 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(k[i].rc, 0);
+        assert_true(k[i].t_grant + 10000 >= t_end);
+        assert_true(k[i].token > holder_token);
+    }
+    assert_true(k[0].token != k[1].token);
+
+    /* The node rejoins and serves locks again. */
+    assert_int_equal(cluster("node-start 3"), 0);
+    rowlock_client *c3 = tu_client_at(CNF[3], TABLE);
+    rowlock_lock *l = tu_lock(c3, "kill", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 10000, 5000), 0, c3);
+    assert_true(rowlock_lock_token(l) > (k[0].token > k[1].token ? k[0].token : k[1].token));
+    assert_rc(rowlock_release(l), 0, c3);
+    tu_shm_free(k, 3 * sizeof *k);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- failover ------------------------------------------------------------------------------ */
+
+static void test_failover__a_host_list_skips_a_dead_node(void **state)
+{
+    (void)state;
+    assert_int_equal(cluster("node-stop 1"), 0);
+    rowlock_client *c = tu_client_at(ALL, TABLE); /* node 1 refuses: node 2 answers */
+    rowlock_lock *l = tu_lock(c, "failover", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 5000, 5000), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(cluster("node-start 1"), 0);
+    assert_int_equal(cli(ALL, "run -w 5 failover -- true"), 0);
+}
+
+/* A node cut off from the others (gmcast.isolate) still accepts connections
+ * but refuses queries (1047): a host list skips it. (Connector/C 3.3 reads
+ * host lists itself, but takes the first server that answers.) */
+static void test_failover__a_host_list_skips_a_node_that_is_not_ready(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_sql(ROOT[1], 0, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'"), 0);
+    int ok = 0, ready = 1;
+    int64_t t0 = tu_now_us();
+    while (ready && tu_ms_since(t0) < 20000) {
+        ready = (int)tu_sql_int(ROOT[1], &ok, "SELECT VARIABLE_VALUE = 'ON' FROM information_schema.GLOBAL_STATUS "
+                                              "WHERE VARIABLE_NAME = 'WSREP_READY'");
+        usleep(200000);
+    }
+    assert_int_equal(ready, 0);
+    rowlock_client *c = tu_client_at(ALL, TABLE);
+    rowlock_lock *l = tu_lock(c, "failover", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 5000, 5000), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(tu_sql(ROOT[1], 0, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'"), 0);
+    assert_int_equal(cluster("wait-synced --timeout 60"), 0);
+}
+
+/* ---- for-update ------------------------------------------------------------------------------ */
+
+static rowlock_client *client_flags(const char *cnf, unsigned int flags)
+{
+    rowlock_client *c = NULL;
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    o.defaults_file = cnf;
+    o.table = TABLE;
+    o.flags = flags;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    return c;
+}
+
+static void test_for_update__refused_on_a_cluster_unless_single_node(void **state)
+{
+    (void)state;
+    rowlock_client *c = client_flags(CNF[1], 0);
+    rowlock_lock *l = tu_lock(c, "fu", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EUNSUPPORTED, c);
+    assert_msg_has(c, "Galera");
+
+    rowlock_client *a = client_flags(CNF[1], ROWLOCK_CLIENT_SINGLE_NODE);
+    rowlock_client *b = client_flags(CNF[1], ROWLOCK_CLIENT_SINGLE_NODE);
+    rowlock_lock *la = tu_lock(a, "fu", ROWLOCK_STRATEGY_FOR_UPDATE);
+    rowlock_lock *lb = tu_lock(b, "fu", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_true(rowlock_lock_token(lb) > rowlock_lock_token(la));
+    assert_rc(rowlock_release(lb), 0, b);
+
+    /* The CLI: refused with 78 (not 69: the database is available), then
+     * allowed by --single-node and by [rowlock] single-node=1. */
+    assert_int_equal(cli(CNF[1], "run -s for-update -n fu -- true 2>/dev/null"), 78);
+    assert_int_equal(cli(CNF[1], "--single-node run -s for-update -n fu -- true"), 0);
+    char cnf[600], cmd[2000];
+    snprintf(cnf, sizeof cnf, "%s.single", CNF[1]);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && printf 'single-node=1\\n' >> '%s'", CNF[1], cnf, cnf);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(cli(cnf, "run -s for-update -n fu -- true"), 0);
+    unlink(cnf);
+}
+
+/* ---- STRICT_REPLICATION -------------------------------------------------------------------- */
+
+static void set_wsrep_mode(const char *mode)
+{
+    for (int n = 1; n <= 3; n++)
+        assert_int_equal(tu_sql(ROOT[n], 0, "SET GLOBAL wsrep_mode = '%s'", mode), 0);
+}
+
+static void test_strict__migrate_and_locks_under_strict_replication(void **state)
+{
+    (void)state;
+    const char *T = "t_cluster_strict";
+    set_wsrep_mode("STRICT_REPLICATION");
+    assert_int_equal(tu_sql(CNF[2], 0, "DROP VIEW IF EXISTS `%s_queue`", T), 0);
+    tu_table_fresh(CNF[2], T); /* migrates through node 2 */
+    int ok = 0;
+    assert_int_equal(tu_sql_int(CNF[3], &ok,
+                                "SELECT table_type = 'VIEW' FROM information_schema.TABLES WHERE table_schema = "
+                                "DATABASE() AND table_name = '%s_queue'",
+                                T),
+                     1);
+    assert_true(ok);
+    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT version FROM rowlock_schema WHERE lock_table = '%s'", T), 2);
+
+    /* A hand-off between nodes 1 and 3 on that schema. */
+    rowlock_client *a = tu_client_at(CNF[1], T), *b = tu_client_at(CNF[3], T);
+    rowlock_lock *la = tu_lock(a, "strict", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lb = tu_lock(b, "strict", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(la, 0, 10000), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 10000), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(lb, 5000, 10000), 0, b);
+    assert_true(rowlock_lock_token(lb) > rowlock_lock_token(la));
+    assert_rc(rowlock_release(lb), 0, b);
+    set_wsrep_mode("");
+}
+
+/* ---- fairness (measurement only) --------------------------------------------------------- */
+
+static int fairness(int seconds)
+{
+    history *h = tu_shm(sizeof *h);
+    h->s = ROWLOCK_STRATEGY_INSERT;
+    h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    long long cert0 = wsrep_sum("WSREP_LOCAL_CERT_FAILURES"), bf0 = wsrep_sum("WSREP_LOCAL_BF_ABORTS");
+    int status[WORKERS];
+    int failed = tu_run_children(WORKERS, mutex_worker, h, status, (int64_t)(seconds + 60) * 1000);
+    int bad = check_history(h), n = h->n < MAX_GRANTS ? h->n : MAX_GRANTS, switches = 0, lo = 1 << 30, hi = 0;
+    for (int i = 1; i < n; i++)
+        switches += h->g[i].worker % 3 != h->g[i - 1].worker % 3;
+    printf("fairness (insert, %d s, 2 waiters per node): %d grants, node changes %d; per worker (nodes "
+           "1,2,3,1,2,3):",
+           seconds, h->n, switches);
+    for (int i = 0; i < WORKERS; i++) {
+        printf(" %d", h->grants_per_worker[i]);
+        lo = h->grants_per_worker[i] < lo ? h->grants_per_worker[i] : lo;
+        hi = h->grants_per_worker[i] > hi ? h->grants_per_worker[i] : hi;
+    }
+    printf("; fewest/most %.2f; cert failures %lld, bf aborts %lld; double grants %d, errors %d%s%s\n",
+           hi ? (double)lo / hi : 0.0, wsrep_sum("WSREP_LOCAL_CERT_FAILURES") - cert0,
+           wsrep_sum("WSREP_LOCAL_BF_ABORTS") - bf0, bad, h->errors, h->errors ? ": " : "", h->first_error);
+    tu_shm_free(h, sizeof *h);
+    return failed || bad;
+}
+
+/* After every test, whatever it did to the cluster: all nodes running (on
+ * the true clock), wsrep_mode back to the default. */
+static int cl_teardown(void **state)
+{
+    int rc = tu_teardown(state);
+    if (cluster_run("status", 1) != 0 && cluster("start") != 0)
+        rc = -1;
+    for (int n = 1; n <= 3; n++)
+        (void)tu_sql(ROOT[n], 1047, "SET GLOBAL wsrep_provider_options = 'gmcast.isolate=0'");
+    if (cluster_run("wait-synced --timeout 90", 0) != 0)
+        rc = -1;
+    for (int n = 1; n <= 3; n++)
+        if (tu_sql(ROOT[n], 0, "SET GLOBAL wsrep_mode = ''") != 0)
+            rc = -1;
+    return rc;
+}
+#define CL_TEST(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, cl_teardown)
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        CL_TEST(test_mutex__insert_workers_on_three_nodes_never_overlap),
+        CL_TEST(test_mutex__optimistic_workers_on_three_nodes_never_overlap),
+        CL_TEST(test_for_update__refused_on_a_cluster_unless_single_node),
+        CL_TEST(test_kill__a_node_killed_under_holder_and_waiters),
+        CL_TEST(test_failover__a_host_list_skips_a_dead_node),
+        CL_TEST(test_failover__a_host_list_skips_a_node_that_is_not_ready),
+        CL_TEST(test_strict__migrate_and_locks_under_strict_replication),
+    };
+    const char *group = argc > 1 ? argv[1] : "main";
+    paths();
+    if (strcmp(group, "main") == 0)
+        return tu_main("cluster", tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
+    if (strcmp(group, "fairness") == 0) {
+        if (rowlock_library_init() != 0)
+            return 1;
+        strcat(TABLE, "_fair");
+        tu_table_fresh(CNF[1], TABLE);
+        int rc = fairness(argc > 2 ? atoi(argv[2]) : 15);
+        rowlock_library_end();
+        return rc;
+    }
+    fprintf(stderr, "usage: %s [main [test-filter] | fairness [seconds]]\n", argv[0]);
+    return 2;
+}
