@@ -194,12 +194,15 @@ def build(recs):
             ex = cli_exit.get(s.ppid)
             if ex is not None and int(ex["rc"]) == 75:
                 s.how = "lost" if s.how == "completed" else s.how
-            if s.how == "completed":
-                s.released = ex is not None and int(ex["rc"]) == 0
-                if ex is None:
-                    s.released = None
-            else:
+            if s.how == "killed":
                 s.released = False
+            elif ex is not None and int(ex["rc"]) == 0:
+                s.released = True
+            else:
+                # Exit 75 or unknown: `rowlock run` may still have released
+                # the lock after terminating COMMAND (its final release can
+                # succeed on a new connection).
+                s.released = None
         elif s.via == "lib":
             if s.how == "completed":
                 s.released = True

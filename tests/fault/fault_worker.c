@@ -377,6 +377,7 @@ static int run_loop(opts *o)
         uint64_t token = 0;
         int64_t t_req, t_begin, t_end, last_req, hold_end;
         const char *how = "completed";
+        int lost = 0;
 
         if (!skip && c == NULL) {
             rc = connect_client(&c, o);
@@ -427,7 +428,7 @@ static int run_loop(opts *o)
         hold_end = t_begin + o->hold_ms * 1000;
         for (;;) {
             int64_t next = last_req + o->lease_ms * 1000 / 3;
-            if (skip || next > hold_end)
+            if (skip || lost || next > hold_end)
                 next = hold_end;
             sleep_until(next);
             if (got_term || now_us() >= hold_end)
@@ -440,8 +441,10 @@ static int run_loop(opts *o)
                     o->name, gid, (int)getpid(), token, r, now_us(), rowlock_error_name(rc));
                 if (rc == 0)
                     last_req = r;
-                else if (rc == ROWLOCK_ENOTOWNER)
-                    how = "lost";
+                else if (rc == ROWLOCK_ENOTOWNER) {
+                    how = "lost";    /* no more renewals; finish the section anyway */
+                    lost = 1;
+                }
                 else
                     sleep_until(now_us() + 200000 < hold_end ? now_us() + 200000 : hold_end);
             }

@@ -216,7 +216,7 @@ class Relay:
                     if not data:
                         raise OSError("closed")
                     (s if x is c else c).sendall(data)
-        except OSError:
+        except (OSError, ValueError):    # ValueError: closed by drop() meanwhile
             pass
         finally:
             for x in socks:
@@ -477,7 +477,7 @@ class Run:
             if r["ev"] == "begin":
                 secs[r["gid"]] = r
         for pid, r in list(self.last_ev.items()):
-            if r.get("name") != g.name or r["ev"] != "inc":
+            if r.get("name") != g.name or r["ev"] not in ("inc", "renew"):
                 continue
             b = secs.get(r["gid"])
             if b is None:
