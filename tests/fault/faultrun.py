@@ -377,6 +377,7 @@ class Run:
                 cmd += ["--io-timeout-ms", "1000"]
             if getattr(g, "plant", None):
                 cmd += ["--plant", g.plant]
+            cmd += getattr(g, "extra", [])
             env = os.environ
         else:
             cmd = [self.rowlock, "--defaults-file", cnf, "--table", self.table, "run",
@@ -785,6 +786,10 @@ def sc_planted(run, args):
         g = sub.add_group("planted:" + plant, strategy, "lib", n=n, hold_ms=30, lease_ms=2000,
                           name="planted-" + plant)
         g.plant = plant
+        if plant == "counter-outside":
+            # Increments outside the lock race only if they take longer
+            # than the lock is held.
+            g.extra = ["--counter-ms", "40", "--hold-ms", "5"]
         if plant == "reuse-token":
             # One worker with the stale-token bug among honest ones.
             g.n = 1
