@@ -895,8 +895,20 @@ def main():
             # scenario's own history (none) is not checked.
             for e in fails:
                 log("EXPECT: " + e)
+            rows = []
             for plant, r in run.planted_results:
                 print("planted %-16s checker: %s" % (plant, ", ".join(r.kinds()) or "clean"))
+                k = r.stats
+                rows.append(["planted:" + plant, "insert" if plant != "counter-outside"
+                             else "for-update", "lib", 1, k.get("grants", 0),
+                             k.get("err_double grant", 0), k.get("excused_overlaps", 0),
+                             k.get("rejected", 0), k.get("lost", 0),
+                             k.get("err_lost update", 0)])
+            print_table(rows)
+            if args.summary:
+                with open(args.summary, "a") as f:
+                    for row in rows:
+                        f.write("\t".join(str(x) for x in row) + "\n")
             rc = 1 if fails else 0
             log("planted: %s" % ("PASSED" if rc == 0 else "FAILED"))
         else:

@@ -164,6 +164,17 @@ class TestLease(unittest.TestCase):
         h.section("2.1", 11, 2100, 2200)
         self.assertIn("lease", h.check().kinds())
 
+    def test_a_rowlock_run_that_exited_75_may_have_released(self):
+        # `rowlock run` terminated COMMAND (lease in doubt) and then released
+        # on a fresh connection: the next grant may come before the lease end.
+        h = H().section("1.1", 10, 1, 500, req=0, via="cli", ppid=7, how="terminated")
+        h.cli_exit(7, 75, 510).section("2.1", 11, 600, 700)
+        self.assertEqual(h.check().errors, [])
+        # Killed (no release possible): the lease holds.
+        h = H().section("1.1", 10, 1, None, req=0, via="cli", ppid=7).fault("kill", 7, 500)
+        h.section("2.1", 11, 600, 700)
+        self.assertIn("lease", h.check().kinds())
+
     def test_for_update_has_no_lease(self):
         h = H().section("1.1", 10, 1, None, req=0, strategy="for-update").fault("kill", 1, 100)
         h.section("2.1", 11, 150, 200, strategy="for-update")
