@@ -555,6 +555,9 @@ def print_table(rows):
 def report(run, fault, res, args, extra_failures=()):
     rows = summary_rows(run, fault, res)
     print_table(rows)
+    # A run in which a group never got the lock proves nothing.
+    extra_failures = list(extra_failures) + [
+        "%s/%s: no grants at all" % (r[1], r[2]) for r in rows if not r[4]]
     if args.summary:
         with open(args.summary, "a") as f:
             for r in rows:
@@ -714,7 +717,7 @@ def sc_db_error(run, args):
 
 
 def sc_soak(run, args):
-    seconds = args.seconds or int(os.environ.get("ROWLOCK_SOAK_SECONDS", "0") or 120)
+    seconds = args.seconds or int(os.environ.get("ROWLOCK_SOAK_SECONDS") or 120)
     gs = []
     for s in args.strategies:
         gs.append(run.add_group("soak", s, "lib", n=3, hold_ms=250, lease_ms=2000,
@@ -766,6 +769,9 @@ def sc_soak(run, args):
             run.fault("resume", pid=pgid, group=g.name)
             run.killpg(pgid, signal.SIGCONT)
     time.sleep(max(0.0, end - time.monotonic()))
+    n = sum(g.injections for g in gs)
+    if n < seconds // 10:
+        return ["soak: only %d faults injected in %d s" % (n, seconds)]
     return []
 
 
