@@ -25,12 +25,25 @@ add_executable(fault_worker ${_fault_dir}/fault_worker.c)
 target_link_libraries(fault_worker PRIVATE rowlock)
 target_compile_definitions(fault_worker PRIVATE _GNU_SOURCE)
 
+# The worker again, linked with the library built with the test-only fault
+# seam (ROWLOCK_FAULT_INJECTION, src/db.c) when the build has it: the
+# db_error scenario injects 1205/1213/2013 through ROWLOCK_FAULTS.
+set(_fault_seam_env "")
+if(TARGET rowlock_fault_objects)
+  add_executable(fault_worker_seam ${_fault_dir}/fault_worker.c $<TARGET_OBJECTS:rowlock_fault_objects>)
+  target_include_directories(fault_worker_seam PRIVATE ${PROJECT_SOURCE_DIR}/include ${ROWLOCK_GEN_DIR})
+  target_link_libraries(fault_worker_seam PRIVATE PkgConfig::MYSQLCLIENT Threads::Threads m)
+  target_compile_definitions(fault_worker_seam PRIVATE _GNU_SOURCE)
+  set(_fault_seam_env "FAULT_WORKER_SEAM=$<TARGET_FILE:fault_worker_seam>")
+endif()
+
 set(_fault_summary ${CMAKE_CURRENT_BINARY_DIR}/fault-summary.tsv)
 set(_fault_env
   "FAULT_WORKER=$<TARGET_FILE:fault_worker>"
   "ROWLOCK_BIN=$<TARGET_FILE:tool_rowlock>"
   "ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT}"
-  "FAULT_SUMMARY=${_fault_summary}")
+  "FAULT_SUMMARY=${_fault_summary}"
+  ${_fault_seam_env})
 
 add_test(NAME fault_checker COMMAND ${ROWLOCK_PYTHON3} ${_fault_dir}/test_check_history.py)
 set_tests_properties(fault_checker PROPERTIES LABELS "unit;fault" TIMEOUT 60

@@ -116,6 +116,17 @@ static void rec(const char *fmt, ...)
     }
 }
 
+/* A failed library call: its code and the server error kept with it
+ * (an error injected by the test-only fault seam says "injected fault"). */
+static void rec_err(const char *op, const char *name, const char *gid, const rowlock_client *c, int rc)
+{
+    const char *msg = c != NULL ? rowlock_client_errmsg(c) : "";
+    rec("{\"ev\":\"dberr\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"op\":\"%s\",\"rc\":\"%s\","
+        "\"errno\":%u,\"injected\":%d,\"t\":%" PRId64 "}",
+        name, gid, (int)getpid(), op, rowlock_error_name(rc), c != NULL ? rowlock_client_db_errno(c) : 0,
+        strstr(msg, "injected fault") != NULL, now_us());
+}
+
 static void open_log(const char *path)
 {
     log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -400,6 +411,7 @@ static int run_loop(opts *o)
             if (rc != 0) {
                 /* Server gone, connection cut: try again shortly (the next
                  * call reconnects). */
+                rec_err("acquire", o->name, "-", c, rc);
                 sleep_ms(50 + rand() % 100);
                 continue;
             }
@@ -439,6 +451,8 @@ static int run_loop(opts *o)
                 rec("{\"ev\":\"renew\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"token\":%" PRIu64
                     ",\"req\":%" PRId64 ",\"t\":%" PRId64 ",\"rc\":\"%s\"}",
                     o->name, gid, (int)getpid(), token, r, now_us(), rowlock_error_name(rc));
+                if (rc != 0)
+                    rec_err("renew", o->name, gid, c, rc);
                 if (rc == 0)
                     last_req = r;
                 else if (rc == ROWLOCK_ENOTOWNER) {
@@ -460,6 +474,8 @@ static int run_loop(opts *o)
             int64_t give_up = now_us() + 30 * 1000000LL;
             for (;;) {
                 rc = rowlock_release(l);
+                if (rc != 0)
+                    rec_err("release", o->name, gid, c, rc);
                 if (rc != ROWLOCK_EDB || now_us() > give_up)
                     break;
                 sleep_ms(100);

@@ -378,7 +378,9 @@ class Run:
             if getattr(g, "plant", None):
                 cmd += ["--plant", g.plant]
             cmd += getattr(g, "extra", [])
-            env = os.environ
+            env = dict(os.environ, **g.env_fn()) if getattr(g, "env_fn", None) else os.environ
+            if getattr(g, "worker", None):
+                cmd[0] = g.worker
         else:
             cmd = [self.rowlock, "--defaults-file", cnf, "--table", self.table, "run",
                    "-s", g.strategy, "-l", "%.3f" % (g.lease_ms / 1000.0), g.name,
@@ -707,13 +709,58 @@ def sc_relay(run, args):
     return fails
 
 
+def seam_tags():
+    """The statement tags of the test-only fault seam ("/* rowlock:TAG */"
+    at the head of each statement in src/)."""
+    import re
+    tags = set()
+    d = os.path.join(SRC, "src")
+    for f in sorted(os.listdir(d)):
+        if f.endswith(".c"):
+            with open(os.path.join(d, f), encoding="utf-8", errors="replace") as fh:
+                tags.update(re.findall(r"/\* rowlock:([A-Za-z0-9_.-]+)", fh.read()))
+    # Statements a lock holder or waiter runs (not the admin tools').
+    admin = ("list-", "reap-", "force-", "schema-set", "migrate")
+    return sorted(t for t in tags if not t.startswith(admin))
+
+
 def sc_db_error(run, args):
-    # PLACEHOLDER (issue 15, item "a statement failing with 1205/1213/2013"):
-    # this needs the test-only fault seam in src/db.c that the `arch` branch
-    # is building (tagged statements, ROWLOCK_FAULTS). Until it lands on
-    # main, the scenario reports itself skipped.
-    log("db_error: PLACEHOLDER - the fault seam in src/db.c has not landed on main; skipped")
-    sys.exit(SKIP)
+    """Statements failing with 1205 (lock wait timeout), 1213 (deadlock) or
+    2013 (connection lost) at chosen points, through the test-only fault seam
+    of src/db.c (ROWLOCK_FAULTS="tag:nth:errno,..."; the library built with
+    ROWLOCK_FAULT_INJECTION, linked into FAULT_WORKER_SEAM). Library workers
+    only: `rowlock run` is built without the seam."""
+    worker = os.environ.get("FAULT_WORKER_SEAM")
+    tags = seam_tags()
+    if not worker or not os.path.exists(worker) or not tags:
+        # PLACEHOLDER until the seam (branch `arch`) is on main.
+        log("db_error: PLACEHOLDER - no fault seam in this build (FAULT_WORKER_SEAM unset or no "
+            "tagged statements in src/); skipped")
+        sys.exit(SKIP)
+    rng = random.Random(int(os.environ.get("FAULT_SEED", str(os.getpid()))))
+    log("db_error: seam tags %s" % ", ".join(tags))
+
+    def env_fn():
+        rules = ["%s:%d:%d" % (rng.choice(tags), rng.randint(1, 40), rng.choice([1205, 1213, 2013]))
+                 for _ in range(24)]
+        return {"ROWLOCK_FAULTS": ",".join(rules)}
+
+    gs = []
+    for s in args.strategies:
+        g = run.add_group("db_error", s, "lib", n=3, hold_ms=150, lease_ms=2000)
+        g.env_fn = env_fn
+        g.worker = worker
+        gs.append(g)
+    run.start()
+    time.sleep(20)
+    run.tail()
+    fails = []
+    for g in gs:
+        g.injections = sum(1 for r in run.records if r.get("ev") == "dberr" and r.get("injected")
+                           and r.get("name") == g.name)
+        if g.injections == 0:
+            fails.append("%s: no injected statement error was seen" % g.name)
+    return fails
 
 
 def sc_soak(run, args):
@@ -888,8 +935,8 @@ def main():
     ok = False
     rc = 1
     try:
-        if args.scenario == "db_error":
-            sc_db_error(run, args)
+        if args.scenario == "db_error" and (not os.environ.get("FAULT_WORKER_SEAM") or not seam_tags()):
+            sc_db_error(run, args)    # the placeholder: skipped before a server is started
         run.setup()
         t0 = time.monotonic()
         fails = SCENARIOS[args.scenario](run, args)
