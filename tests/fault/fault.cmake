@@ -69,6 +69,18 @@ while(_fault_scenarios)
     FIXTURES_REQUIRED fault_summary
     ENVIRONMENT "${_fault_env}")
 endwhile()
+
+# KNOWN PRODUCT BUG (found by fault_soak; reported with issue 15): an insert
+# or optimistic claim that reaches the server after its acquire gave up
+# (read timeout, ROWLOCK_EDB) still commits; the same client's next acquire
+# is counted re-entrant (same token after a release) and its last release
+# leaves the lock held until the lease ends. This reproduction fails until
+# the library is fixed, so it is DISABLED in the default run; run it with
+#   ctest --test-dir build -R fault_late_claim   (ctest >= 3.19 still skips
+# disabled tests: use  tests/fault/faultrun.py late_claim  by hand).
+add_test(NAME fault_late_claim COMMAND ${ROWLOCK_PYTHON3} ${_fault_dir}/faultrun.py late_claim)
+set_tests_properties(fault_late_claim PROPERTIES LABELS "fault" TIMEOUT 120 DISABLED TRUE
+  RESOURCE_LOCK rowlock_private_server ENVIRONMENT "${_fault_env}")
 unset(_fault_dir)
 unset(_fault_summary)
 unset(_fault_env)

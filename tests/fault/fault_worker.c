@@ -505,6 +505,71 @@ static int run_loop(opts *o)
     return 0;
 }
 
+/* ---- repro-late-claim: a claim delivered after its acquire gave up ---------------------- */
+
+/* Steps driven by the orchestrator over stdin/stdout (one line each way):
+ * the worker, connected through a relay, says "acquire" and waits; the
+ * orchestrator blackholes the relay and answers; the acquire times out
+ * (ROWLOCK_EDB); the worker says "heal", the orchestrator lets the relay
+ * deliver what it held (the claim reaches the server late) and answers; the
+ * worker then acquires and releases twice and prints both tokens and
+ * whether the lock is free after the second release ("free"/"held", from the
+ * orchestrator's `rowlock status` on a direct connection). */
+static int await_line(void)
+{
+    char line[64];
+    fflush(stdout);
+    return fgets(line, sizeof line, stdin) != NULL ? 0 : -1;
+}
+
+static int run_repro(opts *o)
+{
+    rowlock_client *c = NULL;
+    rowlock_lock *l = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    uint64_t t1, t2;
+    int rc;
+    if (o->name == NULL || o->strategy == NULL || rowlock_strategy_parse(&lo.strategy, o->strategy) != 0)
+        usage();
+    if (connect_client(&c, o) != 0 || rowlock_lock_new(&l, c, o->name, &lo) != 0) {
+        printf("error connect\n");
+        return 2;
+    }
+    /* Warm up: the statements are prepared on this connection, so the
+     * blackholed acquire sends only its execution. */
+    rc = rowlock_acquire(l, 0, o->lease_ms);
+    if (rc == 0)
+        rc = rowlock_release(l);
+    printf("warm-up %s\n", rowlock_error_name(rc));
+    printf("acquire\n");
+    if (await_line() != 0)
+        return 2;
+    rc = rowlock_acquire(l, 0, o->lease_ms);
+    printf("first-acquire %s\n", rowlock_error_name(rc));
+    printf("heal\n");
+    if (await_line() != 0)
+        return 2;
+    sleep_ms(500);
+    rc = rowlock_acquire(l, 0, o->lease_ms);
+    t1 = rowlock_lock_token(l);
+    printf("acquire %s token %" PRIu64 "\n", rowlock_error_name(rc), t1);
+    rc = rowlock_release(l);
+    printf("release %s\n", rowlock_error_name(rc));
+    rc = rowlock_acquire(l, 0, o->lease_ms);
+    t2 = rowlock_lock_token(l);
+    printf("acquire %s token %" PRIu64 "\n", rowlock_error_name(rc), t2);
+    rc = rowlock_release(l);
+    printf("release %s\n", rowlock_error_name(rc));
+    printf("status?\n");
+    if (await_line() != 0)
+        return 2;
+    printf("tokens %s\n", t2 > t1 ? "increasing" : "REPEATED");
+    fflush(stdout);
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts o;
@@ -519,6 +584,8 @@ int main(int argc, char **argv)
     srand((unsigned int)getpid() ^ (unsigned int)now_us());
     if (strcmp(argv[1], "loop") == 0)
         return run_loop(&o);
+    if (strcmp(argv[1], "repro-late-claim") == 0)
+        return run_repro(&o);
     if (strcmp(argv[1], "section") == 0)
         return run_section(&o);
     if (strcmp(argv[1], "fence") == 0) {

@@ -121,6 +121,10 @@ class TestTokens(unittest.TestCase):
         r = H().section("1.1", 10, 0, 100).section("2.1", 9, 101, 200).check()
         self.assertIn("token order", r.kinds())
 
+    def test_one_process_given_the_same_token_again_is_token_order_not_double_grant(self):
+        r = H().section("1.1", 10, 0, 100).section("1.2", 10, 101, 200).check()
+        self.assertEqual(r.kinds(), ["token order"])
+
     def test_names_are_independent(self):
         r = H().section("1.1", 10, 0, 100, name="a").section("2.1", 9, 50, 200, name="b").check()
         self.assertEqual(r.errors, [])
