@@ -75,9 +75,11 @@ endwhile()
 # (read timeout, ROWLOCK_EDB) still commits; the same client's next acquire
 # is counted re-entrant (same token after a release) and its last release
 # leaves the lock held until the lease ends. This reproduction fails until
-# the library is fixed, so it is DISABLED in the default run; run it with
-#   ctest --test-dir build -R fault_late_claim   (ctest >= 3.19 still skips
-# disabled tests: use  tests/fault/faultrun.py late_claim  by hand).
+# the library is fixed, so it is DISABLED in the default run (ctest lists it
+# as "Disabled"). Run it by hand:
+#   FAULT_WORKER=build/tests/fault_worker ROWLOCK_BIN=build/rowlock \
+#     tests/fault/faultrun.py late_claim
+# and remove DISABLED once it passes.
 add_test(NAME fault_late_claim COMMAND ${ROWLOCK_PYTHON3} ${_fault_dir}/faultrun.py late_claim)
 set_tests_properties(fault_late_claim PROPERTIES LABELS "fault" TIMEOUT 120 DISABLED TRUE
   RESOURCE_LOCK rowlock_private_server ENVIRONMENT "${_fault_env}")
