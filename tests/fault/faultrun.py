@@ -751,7 +751,7 @@ def sc_db_error(run, args):
     log("db_error: seam tags %s" % ", ".join(tags))
 
     def env_fn():
-        rules = ["%s:%d:%d" % (rng.choice(tags), rng.randint(1, 40), rng.choice([1205, 1213, 2013]))
+        rules = ["%s:%d:%d" % (rng.choice(tags), rng.randint(1, 15), rng.choice([1205, 1213, 2013]))
                  for _ in range(24)]
         return {"ROWLOCK_FAULTS": ",".join(rules)}
 
