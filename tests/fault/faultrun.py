@@ -576,6 +576,8 @@ def report(run, fault, res, args, extra_failures=()):
                 f.write("\t".join(str(x) for x in r) + "\n")
     for e in res.errors:
         log("CHECK: " + e)
+    for n in res.notes:
+        log("NOTE: " + n)
     for e in extra_failures:
         log("EXPECT: " + e)
     s = dict(res.stats)
