@@ -804,6 +804,11 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
     pthread_cond_destroy(&rn.cv);
     pthread_mutex_destroy(&rn.mu);
+    /* The renewer may have found the lock lost after COMMAND ended (e.g. both
+     * woke from a SIGSTOP together): the handle then holds nothing and the
+     * release below would be skipped, so report the loss here. */
+    if (rn.lost)
+        lost = 1;
 
     if (lost) {
         /* What may remain is given back by rowlock_lock_free() below (one
