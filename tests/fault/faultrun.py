@@ -637,8 +637,6 @@ def sc_server_restart(run, args):
         run.sandbox.restart_after_kill()
         run.fault("server_up")
     time.sleep(6)
-    for g in gs:
-        n_after = 0
     return fails
 
 
