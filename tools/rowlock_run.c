@@ -812,6 +812,15 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
                     PROG, shown, ki.session_id);
     }
     ex = supervise(pid, &wt, sfd, wpipe[0], what, &lost);
+    {
+        /* The keeper may have found the lock lost after COMMAND ended (e.g.
+         * both woke from a SIGSTOP together): the handle may then hold
+         * nothing and the release below would be skipped, so report the
+         * loss here. */
+        rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+        if (rowlock_keep_status(l, &ki) == 0 && ki.state == ROWLOCK_KEEP_LOST)
+            lost = 1;
+    }
     if (rowlock_keep(l, NULL) != 0) { /* stopping never fails */ }
 
     if (lost) {

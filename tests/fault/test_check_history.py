@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Unit tests of check_history.py on synthetic histories (no server).
+
+Each bad history is the smallest one that shows the problem; each has a
+twin that differs only in what makes it legitimate (the holder was paused,
+told it lost the lock, ...), which must pass.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_history as ch  # noqa: E402
+
+MS = 1000
+
+
+class H:
+    """A history builder: sections with tokens, times in ms."""
+
+    def __init__(self):
+        self.recs = []
+        self.counter = {}
+
+    def section(self, gid, token, begin, end, name="n", strategy="insert", via="lib", how="completed",
+                req=None, lease_ms=2000, inc=True, inc_prev=None, fence=None, ppid=1,
+                renew=None):
+        pid = int(gid.split(".")[0])
+        self.recs.append({"ev": "begin", "name": name, "gid": gid, "pid": pid, "ppid": ppid,
+                          "token": token, "strategy": strategy, "via": via,
+                          "req": (begin - 1 if req is None else req) * MS, "t": begin * MS,
+                          "lease_ms": lease_ms})
+        if inc:
+            prev_gid, v = self.counter.get(name, ("-", 0))
+            if inc_prev is not None:          # the read saw an older write
+                prev_gid, v = inc_prev
+            self.recs.append({"ev": "inc", "name": name, "gid": gid, "pid": pid, "token": token,
+                              "read": v, "prev": prev_gid, "wrote": v + 1, "t0": begin * MS + 1,
+                              "t1": begin * MS + 5})
+            self.counter[name] = (gid, v + 1)
+        if renew is not None:
+            self.recs.append({"ev": "renew", "name": name, "gid": gid, "pid": pid, "token": token,
+                              "req": renew * MS, "t": renew * MS + 1, "rc": "ROWLOCK_OK"})
+        if fence is not None:
+            t, ok, highest = fence
+            self.recs.append({"ev": "fence", "name": name, "gid": gid, "pid": pid, "token": token,
+                              "ok": ok, "highest": highest, "t": t * MS})
+        if end is not None:
+            self.recs.append({"ev": "end", "name": name, "gid": gid, "pid": pid, "token": token,
+                              "t": end * MS, "how": how, "rc": "ROWLOCK_OK"})
+        return self
+
+    def fault(self, kind, pid, t):
+        self.recs.append({"ev": "fault", "kind": kind, "pid": pid, "t": t * MS})
+        return self
+
+    def cli_exit(self, pid, rc, t):
+        self.recs.append({"ev": "cli_exit", "pid": pid, "rc": rc, "t": t * MS})
+        return self
+
+    def check(self):
+        # Records are checked in time order as a real log would hold them.
+        recs = sorted(self.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+        return ch.check(recs)
+
+
+class TestClean(unittest.TestCase):
+    def test_sequential_sections_pass(self):
+        h = H().section("1.1", 10, 0, 100).section("2.1", 11, 101, 200).section("1.2", 12, 201, 300)
+        r = h.check()
+        self.assertEqual(r.errors, [])
+        self.assertEqual(r.stats["grants"], 3)
+        self.assertEqual(r.stats["increments"], 3)
+
+
+class TestDoubleGrant(unittest.TestCase):
+    def test_overlap_of_two_live_holders_fails(self):
+        r = H().section("1.1", 10, 0, 100).section("2.1", 11, 50, 150, inc=False).check()
+        self.assertIn("double grant", r.kinds())
+
+    def test_overlap_with_a_paused_holder_passes(self):
+        h = H().section("1.1", 10, 0, 3000).section("2.1", 11, 2500, 2600, inc=False)
+        h.fault("pause", 1, 100).fault("resume", 1, 2900)
+        r = h.check()
+        self.assertNotIn("double grant", r.kinds())
+        self.assertEqual(r.stats["excused_overlaps"], 1)
+
+    def test_overlap_with_a_holder_told_it_lost_the_lock_passes(self):
+        r = H().section("1.1", 10, 0, 3000, how="lost").section("2.1", 11, 2500, 2600,
+                                                                 inc=False).check()
+        self.assertNotIn("double grant", r.kinds())
+
+    def test_cli_holder_whose_rowlock_run_exited_75_is_excused(self):
+        h = H().section("1.1", 10, 0, 3000, via="cli", ppid=7).section("2.1", 11, 2500, 2600,
+                                                                       inc=False)
+        h.cli_exit(7, 75, 3001)
+        self.assertNotIn("double grant", h.check().kinds())
+        h2 = H().section("1.1", 10, 0, 3000, via="cli", ppid=7).section("2.1", 11, 2500, 2600,
+                                                                        inc=False)
+        h2.cli_exit(7, 0, 3001)
+        self.assertIn("double grant", h2.check().kinds())
+
+    def test_a_killed_holder_ends_at_the_kill(self):
+        # Killed at 100 (no end record); the next grant at 2200 does not overlap.
+        h = H().section("1.1", 10, 0, None).fault("kill", 1, 100).section("2.1", 11, 2200, 2300)
+        self.assertEqual(h.check().errors, [])
+        # Granted while the killed holder was still alive: a double grant.
+        h = H().section("1.1", 10, 0, None).fault("kill", 1, 100).section("2.1", 11, 50, 60,
+                                                                          inc=False)
+        self.assertIn("double grant", h.check().kinds())
+
+    def test_the_same_token_twice_is_a_double_grant(self):
+        r = H().section("1.1", 10, 0, 100).section("2.1", 10, 200, 300).check()
+        self.assertIn("double grant", r.kinds())
+
+
+class TestTokens(unittest.TestCase):
+    def test_token_not_increasing_in_grant_order_fails(self):
+        r = H().section("1.1", 10, 0, 100).section("2.1", 9, 101, 200).check()
+        self.assertIn("token order", r.kinds())
+
+    def test_one_process_given_the_same_token_again_is_token_order_not_double_grant(self):
+        r = H().section("1.1", 10, 0, 100).section("1.2", 10, 101, 200).check()
+        self.assertEqual(r.kinds(), ["token order"])
+
+    def test_repeated_token_after_a_failed_acquire_is_the_known_late_claim_bug(self):
+        h = H().section("1.1", 10, 0, 100)
+        h.recs.append({"ev": "dberr", "name": "n", "gid": "-", "pid": 1, "op": "acquire",
+                       "rc": "ROWLOCK_EDB", "errno": 2013, "injected": 0, "t": 150 * MS})
+        h.section("1.2", 11, 200, 300).section("1.3", 11, 301, 400).section("1.4", 11, 401, 500)
+        r = h.check()
+        self.assertEqual(r.errors, [])
+        self.assertEqual(r.stats["known_late_claim"], 2)
+        ch.STRICT = True
+        try:
+            self.assertEqual(h.check().kinds(), ["token order"])
+        finally:
+            ch.STRICT = False
+
+    def test_names_are_independent(self):
+        r = H().section("1.1", 10, 0, 100, name="a").section("2.1", 9, 50, 200, name="b").check()
+        self.assertEqual(r.errors, [])
+
+
+class TestLostUpdate(unittest.TestCase):
+    def test_write_that_did_not_see_the_previous_one_fails(self):
+        # 2.1 read the value before 1.1's write (both read 0): 1.1's increment is lost.
+        h = H().section("1.1", 10, 0, 100).section("2.1", 11, 101, 200, inc_prev=("-", 0))
+        self.assertIn("lost update", h.check().kinds())
+
+    def test_lost_update_by_a_paused_holder_is_excused(self):
+        h = H().section("1.1", 10, 0, 100).section("2.1", 11, 101, 200, inc_prev=("-", 0))
+        h.fault("pause", 2, 150).fault("resume", 2, 160)
+        r = h.check()
+        self.assertNotIn("lost update", r.kinds())
+        self.assertEqual(r.stats["excused_lost_updates"], 1)
+
+    def test_final_counter_file_must_agree(self):
+        h = H().section("1.1", 10, 0, 100).section("2.1", 11, 101, 200)
+        recs = sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+        ok = ch.check(recs, {"counter": {"n": (2, "2.1")}, "rejects": {}})
+        self.assertEqual(ok.errors, [])
+        bad = ch.check(recs, {"counter": {"n": (1, "2.1")}, "rejects": {}})
+        self.assertIn("lost update", bad.kinds())
+
+
+class TestLease(unittest.TestCase):
+    def test_grant_before_a_killed_holders_lease_ended_fails(self):
+        # Holder 1 asked at 0 with a 2000 ms lease and was killed at 100: nobody
+        # may begin before 2000.
+        h = H().section("1.1", 10, 1, None, req=0).fault("kill", 1, 100)
+        h.section("2.1", 11, 1500, 1600)
+        self.assertIn("lease", h.check().kinds())
+
+    def test_grant_after_the_lease_passes_and_renewals_count(self):
+        h = H().section("1.1", 10, 1, None, req=0).fault("kill", 1, 100).section("2.1", 11, 2001, 2100)
+        self.assertEqual(h.check().errors, [])
+        # Renewed at 600: the lease ran to 2600.
+        h = H().section("1.1", 10, 1, None, req=0, renew=600).fault("kill", 1, 700)
+        h.section("2.1", 11, 2100, 2200)
+        self.assertIn("lease", h.check().kinds())
+
+    def test_a_rowlock_run_that_exited_75_may_have_released(self):
+        # `rowlock run` terminated COMMAND (lease in doubt) and then released
+        # on a fresh connection: the next grant may come before the lease end.
+        h = H().section("1.1", 10, 1, 500, req=0, via="cli", ppid=7, how="terminated")
+        h.cli_exit(7, 75, 510).section("2.1", 11, 600, 700)
+        self.assertEqual(h.check().errors, [])
+        # Killed (no release possible): the lease holds.
+        h = H().section("1.1", 10, 1, None, req=0, via="cli", ppid=7).fault("kill", 7, 500)
+        h.section("2.1", 11, 600, 700)
+        self.assertIn("lease", h.check().kinds())
+
+    def test_for_update_has_no_lease(self):
+        h = H().section("1.1", 10, 1, None, req=0, strategy="for-update").fault("kill", 1, 100)
+        h.section("2.1", 11, 150, 200, strategy="for-update")
+        self.assertEqual(h.check().errors, [])
+
+    def test_a_released_lock_may_be_taken_at_once(self):
+        h = H().section("1.1", 10, 1, 100, req=0).section("2.1", 11, 101, 200)
+        self.assertEqual(h.check().errors, [])
+
+
+class TestFence(unittest.TestCase):
+    def test_rejected_write_from_a_paused_holder_passes(self):
+        h = H().section("2.1", 11, 2100, 2200, fence=(2150, 1, 0))
+        h.section("1.1", 10, 0, 3000, fence=(2900, 0, 11), how="lost", inc=False)
+        h.fault("pause", 1, 100)
+        r = h.check()
+        self.assertEqual(r.errors, [])
+        self.assertEqual(r.stats["rejected"], 1)
+
+    def test_rejected_write_from_a_live_holder_fails(self):
+        h = H().section("1.1", 10, 0, 100, fence=(90, 1, 0))
+        h.section("2.1", 13, 101, 200, fence=(150, 1, 10))
+        h.section("3.1", 12, 201, 300, fence=(250, 0, 13))   # a stale token, yet never told
+        self.assertIn("fence", h.check().kinds())
+
+    def test_store_that_accepts_an_older_token_fails(self):
+        h = H().section("2.1", 11, 101, 200, fence=(150, 1, 0))
+        h.section("1.1", 10, 0, 3000, fence=(2900, 1, 11), how="lost", inc=False)
+        self.assertIn("fence", h.check().kinds())
+
+
+class TestCommandLine(unittest.TestCase):
+    def test_exit_status_and_one_line_per_problem(self):
+        h = H().section("1.1", 10, 0, 100).section("2.1", 9, 50, 150, inc=False)
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            for r in h.recs:
+                f.write(ch.json.dumps(r) + "\n")
+        try:
+            p = subprocess.run([sys.executable, ch.__file__, f.name], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("double grant", p.stdout)
+            self.assertIn("token order", p.stdout)
+            with open(f.name, "a") as g:
+                g.write("not json\n")
+            p = subprocess.run([sys.executable, ch.__file__, f.name], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+        finally:
+            os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
