@@ -108,7 +108,8 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
     if (!text)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "migrate: out of memory");
     static const char tag[] = "/* rowlock:migrate */ ";
-    size_t cap = strlen(text) + sizeof tag, n = sizeof tag - 1;
+    const size_t n0 = sizeof tag - 1; /* every statement starts with the tag */
+    size_t cap = strlen(text) + sizeof tag, n = n0;
     char *stmt = malloc(cap);
     if (!stmt) {
         free(text);
@@ -122,18 +123,18 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
         const char *t = line;
         while (*t == ' ' || *t == '\t')
             t++;
-        if (strncmp(t, "-- rowlock:if ", 14) == 0 && branch == 0 && n == 0) {
+        if (strncmp(t, "-- rowlock:if ", 14) == 0 && branch == 0 && n == n0) {
             int v = trait_value(traits, t + 14);
             if (v < 0)
                 rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: unknown condition in \"%.60s\"", m->file, t);
             branch = v > 0 ? 1 : 2;
             continue;
         }
-        if (strncmp(t, "-- rowlock:else", 15) == 0 && branch != 0 && n == 0) {
+        if (strncmp(t, "-- rowlock:else", 15) == 0 && branch != 0 && n == n0) {
             branch = branch == 1 ? 2 : 1;
             continue;
         }
-        if (strncmp(t, "-- rowlock:end", 14) == 0 && branch != 0 && n == 0) {
+        if (strncmp(t, "-- rowlock:end", 14) == 0 && branch != 0 && n == n0) {
             branch = 0;
             continue;
         }
@@ -154,10 +155,10 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
             char what[96];
             snprintf(what, sizeof what, "migrate %s", m->file);
             rc = rowlock__db_simple(c, what, stmt);
-            n = sizeof tag - 1;
+            n = n0;
         }
     }
-    if (rc == 0 && (branch != 0 || n != 0))
+    if (rc == 0 && (branch != 0 || n != n0))
         rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: unterminated statement or rowlock:if", m->file);
     free(stmt);
     free(text);
