@@ -5,7 +5,8 @@
  *   error.c      the code table (strerror / names), the one function that
  *                maps MySQL error numbers to rowlock codes, the client's
  *                last error (fail, clear, save/restore)
- *   util.c       clocks, randomness, UTF-8 name check, backoff
+ *   util.c       clocks, randomness, UTF-8 name check, backoff, which
+ *                servers are supported
  *   optfile.c    reading [rowlock] keys from MySQL option files
  *   db.c         the only file that calls mysql_*: connect, prepared-statement
  *                cache, parameter binding, error capture
@@ -18,10 +19,17 @@
  *   admin.c      list, force release, reap
  *   keeper.c     the lease keeper: renewer and watcher threads per client
  *   strategy_*.c one file per strategy
+ *   strategy.c   the one list of strategies (ROWLOCK__STRATEGY_LIST), names,
+ *                per-client strategy state
  *
  * Calls flow downward only: public call -> lock.c (wrapper) -> strategy ->
  * lease.c / row.c -> db.c -> libmysqlclient. Nothing below lock.c calls
- * into it.
+ * into it. (db.c tells strategy.c when a session ends: a notification
+ * through the session_ended hooks, which run no SQL.)
+ *
+ * Adding a strategy: one new file and one line in ROWLOCK__STRATEGY_LIST;
+ * the steps are written above struct rowlock__strategy_ops below.
+ * Fault injection for tests: see rowlock__fault_set below (db.c section).
  */
 #ifndef ROWLOCK_INT_H
 #define ROWLOCK_INT_H
