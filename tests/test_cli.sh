@@ -901,13 +901,17 @@ raw_controls() { LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "$
 
 # item 2: started with fds 3..4200 open, COMMAND must not get the database
 # socket (it lands above 4096, where the old bitmap stopped looking).
-cap bash -c 'ulimit -n 8192 || exit 99
+if (($(ulimit -Hn) < 4300)) 2>/dev/null && [[ $(ulimit -Hn) != unlimited ]]; then
+    skip "run: fds 3..4200 open (COMMAND inherits no socket)" "hard limit on open files is $(ulimit -Hn)"
+else
+cap bash -c 'ulimit -n 4400 || exit 99
     for ((i = 3; i <= 4200; i++)); do eval "exec $i</dev/null"; done
     exec "$@"' fds timeout -k 10 "$TMO" "$RL" --table "$TABLE" run "${P}fds" -- \
     sh -c 'n=0; for f in /proc/$$/fd/*; do case $(readlink "$f") in socket:*) n=$((n+1));; esac; done; echo "sockets=$n"'
 [[ $RC == 0 ]] && grep -qx 'sockets=0' "$W/out"
 check $? "run: with fds 3..4200 open, COMMAND inherits no socket (the connection sits above fd 4096)" \
     "exit $RC" "$(show "$W/out")" "$(show "$W/err")"
+fi
 
 # item 5: MYSQL_PWD never reaches COMMAND
 cap env MYSQL_PWD=not-for-the-child "$RL" --table "$TABLE" run "${P}pwd" -- sh -c 'test -z "${MYSQL_PWD+set}"'
