@@ -47,6 +47,7 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True   # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_history  # noqa: E402
 
@@ -999,14 +1000,14 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 
+    if args.scenario == "db_error" and (not os.environ.get("FAULT_WORKER_SEAM") or not seam_tags()):
+        sc_db_error(None, args)    # the placeholder: skipped before anything is started
     base = tempfile.mkdtemp(prefix="rowlock-fault-%s-" % args.scenario)
     guard = Guard()
     run = Run(args, base, guard)
     ok = False
     rc = 1
     try:
-        if args.scenario == "db_error" and (not os.environ.get("FAULT_WORKER_SEAM") or not seam_tags()):
-            sc_db_error(run, args)    # the placeholder: skipped before a server is started
         run.setup()
         t0 = time.monotonic()
         fails = SCENARIOS[args.scenario](run, args)
