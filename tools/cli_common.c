@@ -636,3 +636,180 @@ void cli_conn_free(cli_conn *cc)
     cc->nowned = 0;
     cc->opts.password = NULL;
 }
+
+/* ---- one option parser for every tool ------------------------------------ */
+
+void cli_opt_init(cli_optparser *p, const char *prog, const char *cmd, int argc, char **argv, int first)
+{
+    memset(p, 0, sizeof *p);
+    p->argc = argc;
+    p->argv = argv;
+    p->i = first;
+    p->prog = prog;
+    p->cmd = cmd;
+}
+
+/* "PROG: " or "PROG: CMD: " before a message about an option. */
+static void opt_prefix(const cli_optparser *p)
+{
+    if (p->cmd != NULL)
+        fprintf(stderr, "%s: %s: ", p->prog, p->cmd);
+    else
+        fprintf(stderr, "%s: ", p->prog);
+}
+
+static int short_opt(cli_optparser *p, const cli_optspec *specs, const char **val)
+{
+    char c = *p->cluster++;
+    const cli_optspec *s;
+
+    for (s = specs; s->id; s++) {
+        if (s->shrt == c)
+            break;
+    }
+    if (!s->id) {
+        size_t w;
+        char one[2] = { c, '\0' };
+        char *h = cli_human_str(one, &w);
+        opt_prefix(p);
+        fprintf(stderr, "unknown option '-%s'\n", h ? h : "?");
+        free(h);
+        return CLI_OP_ERR;
+    }
+    if (s->has_arg) {
+        if (*p->cluster != '\0') {
+            *val = p->cluster;
+        } else if (p->i < p->argc) {
+            *val = p->argv[p->i++];
+        } else {
+            opt_prefix(p);
+            fprintf(stderr, "option '-%c' needs a value\n", c);
+            return CLI_OP_ERR;
+        }
+        p->cluster = NULL;
+    }
+    if (p->cluster != NULL && *p->cluster == '\0')
+        p->cluster = NULL;
+    return s->id;
+}
+
+int cli_next_opt(cli_optparser *p, const cli_optspec *specs, cli_conn *cc, const char **val)
+{
+    const char *a, *name, *eq;
+    size_t nlen;
+    const cli_optspec *s;
+
+    *val = NULL;
+    if (p->cluster != NULL)
+        return short_opt(p, specs, val);
+    if (p->i >= p->argc)
+        return CLI_OP_END;
+    a = p->argv[p->i];
+    if (strcmp(a, "--") == 0) {
+        p->i++;
+        p->dashdash = 1;
+        return CLI_OP_END;
+    }
+    if (a[0] != '-' || a[1] == '\0')
+        return CLI_OP_END;
+    if (a[1] != '-') {
+        p->cluster = a + 1;
+        p->i++;
+        return short_opt(p, specs, val);
+    }
+    if (cc != NULL) {
+        int r = cli_conn_parse(cc, p->prog, p->argc, p->argv, &p->i);
+        if (r < 0)
+            return CLI_OP_ERR;
+        if (r > 0)
+            return CLI_OP_CONN;
+    }
+    name = a + 2;
+    eq = strchr(name, '=');
+    nlen = eq ? (size_t)(eq - name) : strlen(name);
+    for (s = specs; s->id; s++) {
+        if (s->lng && strlen(s->lng) == nlen && strncmp(s->lng, name, nlen) == 0)
+            break;
+    }
+    if (!s->id) {
+        /* The name only, never a value (it could be a secret), escaped. */
+        size_t w;
+        char *only = strndup(a, 2 + nlen);
+        char *h = only ? cli_human_str(only, &w) : NULL;
+        opt_prefix(p);
+        fprintf(stderr, "unknown option '%s'\n", h ? h : "?");
+        free(h);
+        free(only);
+        return CLI_OP_ERR;
+    }
+    p->i++;
+    if (s->has_arg) {
+        if (eq) {
+            *val = eq + 1;
+        } else if (p->i < p->argc) {
+            *val = p->argv[p->i++];
+        } else {
+            opt_prefix(p);
+            fprintf(stderr, "option '--%s' needs a value\n", s->lng);
+            return CLI_OP_ERR;
+        }
+    } else if (eq) {
+        opt_prefix(p);
+        fprintf(stderr, "option '--%s' takes no value\n", s->lng);
+        return CLI_OP_ERR;
+    }
+    return s->id;
+}
+
+int cli_check_name(const char *prog, const char *cmd, const char *name)
+{
+    const char *why = NULL;
+    if (rowlock_name_check(name, &why) != 0) {
+        fprintf(stderr, "%s: %s: bad lock name: %s\n", prog, cmd,
+                why ? why : "must be 1-255 bytes of UTF-8");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output and time ------------------------------------------------------ */
+
+int64_t cli_mono_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0; /* CLOCK_MONOTONIC cannot fail on Linux */
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+char *cli_human_str(const char *s, size_t *width)
+{
+    size_t n = strlen(s), k, o = 0, w = 0;
+    char *out = malloc(n * 4 + 1);
+
+    if (out == NULL)
+        return NULL;
+    for (k = 0; k < n; k++) {
+        unsigned char c = (unsigned char)s[k];
+        if (c < 0x20 || c == 0x7F) {
+            o += (size_t)snprintf(out + o, 5, "\\x%02x", c);
+            w += 4;
+        } else {
+            out[o++] = (char)c;
+            if ((c & 0xC0) != 0x80)
+                w++;
+        }
+    }
+    out[o] = '\0';
+    *width = w;
+    return out;
+}
+
+int cli_finish_stdout(const char *prog, int code)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(errno));
+        return code == 0 ? CLI_EX_UNAVAILABLE : code;
+    }
+    return code;
+}

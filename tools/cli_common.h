@@ -89,4 +89,62 @@ void cli_report(const char *prog, const char *what, const rowlock_client *c, int
  * CLI_EX_CONFIG for ROWLOCK_EUNSUPPORTED, CLI_EX_UNAVAILABLE otherwise. */
 int cli_exit_for(int code);
 
+/* ---- one option parser for every tool ------------------------------------ */
+
+/*
+ * Options are described by a table of cli_optspec (ended by an entry with
+ * id 0) and read one at a time with cli_next_opt(). GNU conventions: short
+ * options cluster ("-nw5"), a value follows its letter or comes as the next
+ * argument; long options take "--name=V" or "--name V"; "--" ends options.
+ * The connection options (cli_conn_parse) are accepted wherever the table's
+ * own options are. Nothing is printed except one line on a bad option.
+ */
+typedef struct cli_optspec {
+    const char *lng; /* long name without "--", or NULL */
+    char shrt;       /* short letter, or 0 */
+    int has_arg;
+    int id;          /* > 0 */
+} cli_optspec;
+
+enum { CLI_OP_END = -1, CLI_OP_ERR = -2, CLI_OP_CONN = -3 };
+
+typedef struct cli_optparser {
+    int argc;
+    char **argv;
+    int i;               /* next argv index */
+    const char *cluster; /* rest of a short-option cluster ("-nw5") */
+    int dashdash;        /* "--" was seen */
+    const char *prog;    /* for messages: "PROG: CMD: ..." */
+    const char *cmd;     /* may be NULL: then "PROG: ..." */
+} cli_optparser;
+
+/* Start parsing argv[first..argc). */
+void cli_opt_init(cli_optparser *p, const char *prog, const char *cmd, int argc, char **argv, int first);
+
+/*
+ * The next option: its id (its value, if it takes one, in *val);
+ * CLI_OP_END at the first non-option (p->i indexes it) or after "--"
+ * (p->dashdash set, p->i past it); CLI_OP_CONN for a connection option
+ * consumed into cc (cc may be NULL: then connection options are unknown);
+ * CLI_OP_ERR after printing one line to stderr.
+ */
+int cli_next_opt(cli_optparser *p, const cli_optspec *specs, cli_conn *cc, const char **val);
+
+/* Check a lock name given on the command line; 0 ok, else prints one line
+ * "PROG: CMD: bad lock name: WHY" and returns -1. */
+int cli_check_name(const char *prog, const char *cmd, const char *name);
+
+/* ---- output and time ------------------------------------------------------ */
+
+/* This process's monotonic clock, µs. */
+int64_t cli_mono_us(void);
+
+/* A malloc'd copy of s for terminal output: control bytes as \xNN. *width is
+ * its length in code points (for column alignment). NULL on ENOMEM. */
+char *cli_human_str(const char *s, size_t *width);
+
+/* Flush stdout; a write error (full disk, closed pipe) is a failure: prints
+ * one line and returns CLI_EX_UNAVAILABLE (or `code` if already non-zero). */
+int cli_finish_stdout(const char *prog, int code);
+
 #endif

@@ -140,61 +140,78 @@ static int child(cli_conn *cc, const demo_opts *o, shared *sh, unsigned int idx)
     return rc == 0 ? 0 : 1;
 }
 
+enum { O_PROCS = 1, O_ROUNDS, O_HOLD, O_STRATEGY, O_NAME, O_HELP };
+
+static const cli_optspec specs[] = {
+    { "procs", 0, 1, O_PROCS },
+    { "rounds", 0, 1, O_ROUNDS },
+    { "hold-ms", 0, 1, O_HOLD },
+    { "strategy", 0, 1, O_STRATEGY },
+    { "name", 0, 1, O_NAME },
+    { "help", 'h', 0, O_HELP },
+    { NULL, 0, 0, 0 },
+};
+
 static int parse_args(int argc, char **argv, cli_conn *cc, demo_opts *o)
 {
-    int i = 1;
-    while (i < argc) {
-        const char *a = argv[i];
-        unsigned long long v;
-        int r = cli_conn_parse(cc, prog, argc, argv, &i);
-        if (r < 0)
+    cli_optparser p;
+    const char *val, *opt = NULL;
+    unsigned long long v;
+    int id;
+
+    cli_opt_init(&p, prog, NULL, argc, argv, 1);
+    while ((id = cli_next_opt(&p, specs, cc, &val)) != CLI_OP_END) {
+        switch (id) {
+        case CLI_OP_ERR:
             return CLI_EX_USAGE;
-        if (r > 0)
-            continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        case CLI_OP_CONN:
+            break;
+        case O_HELP:
             usage(stdout);
             exit(0);
-        }
-        /* --opt VALUE or --opt=VALUE */
-        {
-            const char *eq = strchr(a, '=');
-            size_t n = eq ? (size_t)(eq - a) : strlen(a);
-            const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-            int used = eq ? 1 : 2;
-            if (strncmp(a, "--procs", n) == 0 && n == 7) {
-                if (val == NULL || cli_parse_uint(val, 1, MAX_PROCS, &v) != 0)
-                    goto bad;
-                o->procs = (unsigned int)v;
-            } else if (strncmp(a, "--rounds", n) == 0 && n == 8) {
-                if (val == NULL || cli_parse_uint(val, 1, MAX_ROUNDS, &v) != 0)
-                    goto bad;
-                o->rounds = (unsigned int)v;
-            } else if (strncmp(a, "--hold-ms", n) == 0 && n == 9) {
-                if (val == NULL || cli_parse_uint(val, 0, 60000, &v) != 0)
-                    goto bad;
-                o->hold_ms = (unsigned int)v;
-            } else if (strncmp(a, "--strategy", n) == 0 && n == 10) {
-                if (val == NULL || rowlock_strategy_parse(&o->strategy, val) != 0)
-                    goto bad;
-            } else if (strncmp(a, "--name", n) == 0 && n == 6) {
-                const char *why = NULL;
-                if (val == NULL || rowlock_name_check(val, &why) != 0) {
-                    fprintf(stderr, "%s: bad lock name: %s\n", prog, why ? why : "missing");
-                    return CLI_EX_USAGE;
-                }
-                o->name = val;
-            } else {
-                fprintf(stderr, "%s: unknown option '%s' (see --help)\n", prog, a);
+        case O_PROCS:
+            opt = "--procs";
+            if (cli_parse_uint(val, 1, MAX_PROCS, &v) != 0)
+                goto bad;
+            o->procs = (unsigned int)v;
+            break;
+        case O_ROUNDS:
+            opt = "--rounds";
+            if (cli_parse_uint(val, 1, MAX_ROUNDS, &v) != 0)
+                goto bad;
+            o->rounds = (unsigned int)v;
+            break;
+        case O_HOLD:
+            opt = "--hold-ms";
+            if (cli_parse_uint(val, 0, 60000, &v) != 0)
+                goto bad;
+            o->hold_ms = (unsigned int)v;
+            break;
+        case O_STRATEGY:
+            opt = "--strategy";
+            if (rowlock_strategy_parse(&o->strategy, val) != 0)
+                goto bad;
+            break;
+        case O_NAME:
+            if (cli_check_name(prog, "--name", val) != 0)
                 return CLI_EX_USAGE;
-            }
-            i += used;
-            continue;
-        bad:
-            fprintf(stderr, "%s: bad or missing value for %.*s (see --help)\n", prog, (int)n, a);
-            return CLI_EX_USAGE;
+            o->name = val;
+            break;
+        default:
+            break;
         }
     }
+    if (p.i < argc) {
+        size_t w;
+        char *h = cli_human_str(argv[p.i], &w);
+        fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, h ? h : "?");
+        free(h);
+        return CLI_EX_USAGE;
+    }
     return 0;
+bad:
+    fprintf(stderr, "%s: bad value for %s (see --help)\n", prog, opt);
+    return CLI_EX_USAGE;
 }
 
 int main(int argc, char **argv)

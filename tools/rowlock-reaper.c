@@ -49,29 +49,20 @@ static const char usage_tail[] =
     "\nExit status: 0 ok (also when stopped by --max-seconds), 64 usage error,\n"
     "69 database unavailable or schema missing/outdated.\n";
 
-/* Value of "--name=V" or "--name V"; NULL if argv[*i] is not --name. Sets
- * *err when the value is missing. */
-static const char *opt_value(const char *name, int argc, char **argv, int *i, int *err)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
+enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_HELP, O_VERSION };
 
-    if (strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, n) != 0)
-        return NULL;
-    if (a[2 + n] == '=') {
-        *i += 1;
-        return a + 3 + n;
-    }
-    if (a[2 + n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "%s: option --%s needs a value\n", PROG, name);
-        *err = 1;
-        return NULL;
-    }
-    *i += 2;
-    return argv[*i - 1];
-}
+static const cli_optspec specs[] = {
+    { "grace", 0, 1, O_GRACE },
+    { "batch", 0, 1, O_BATCH },
+    { "pause", 0, 1, O_PAUSE },
+    { "max-seconds", 0, 1, O_MAX },
+    { "dry-run", 0, 0, O_DRY_RUN },
+    { "json", 0, 0, O_JSON },
+    { "quiet", 'q', 0, O_QUIET },
+    { "help", 'h', 0, O_HELP },
+    { "version", 'V', 0, O_VERSION },
+    { NULL, 0, 0, 0 },
+};
 
 int main(int argc, char **argv)
 {
@@ -79,45 +70,43 @@ int main(int argc, char **argv)
     rowlock_client *c = NULL;
     rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
     rowlock_reap_stats st;
-    int i = 1, rc, ex = 0, json = 0, quiet = 0;
+    cli_optparser p;
+    const char *v;
+    int id, rc, ex = 0, json = 0, quiet = 0;
     double grace_s = 60.0, max_s = 0.0;
     unsigned long long batch = 1000;
     int64_t pause = ROWLOCK_REAP_PAUSE_AUTO;
     char ts[48];
 
     cli_conn_init(&cc);
-    while (i < argc) {
-        const char *a = argv[i], *v;
-        int err = 0, r;
-
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    cli_opt_init(&p, PROG, NULL, argc, argv, 1);
+    while ((id = cli_next_opt(&p, specs, &cc, &v)) != CLI_OP_END) {
+        switch (id) {
+        case CLI_OP_ERR:
+            ex = CLI_EX_USAGE;
+            goto out;
+        case CLI_OP_CONN:
+            break;
+        case O_HELP:
             fputs(usage, stdout);
             fputs(cli_conn_help, stdout);
             fputs(usage_tail, stdout);
-            cli_conn_free(&cc);
-            return fflush(stdout) == 0 ? 0 : CLI_EX_UNAVAILABLE;
-        }
-        if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+            ex = cli_finish_stdout(PROG, 0);
+            goto out;
+        case O_VERSION:
             printf("rowlock-reaper %s (library %s)\n", ROWLOCK_VERSION_STRING, rowlock_version());
-            cli_conn_free(&cc);
-            return fflush(stdout) == 0 ? 0 : CLI_EX_UNAVAILABLE;
-        }
-        if (strcmp(a, "--dry-run") == 0) {
+            ex = cli_finish_stdout(PROG, 0);
+            goto out;
+        case O_DRY_RUN:
             ro.dry_run = 1;
-            i++;
-            continue;
-        }
-        if (strcmp(a, "--json") == 0) {
+            break;
+        case O_JSON:
             json = 1;
-            i++;
-            continue;
-        }
-        if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            break;
+        case O_QUIET:
             quiet = 1;
-            i++;
-            continue;
-        }
-        if ((v = opt_value("grace", argc, argv, &i, &err)) != NULL) {
+            break;
+        case O_GRACE:
             grace_s = cli_parse_seconds(v);
             if (grace_s < 0) {
                 fprintf(stderr, "%s: --grace: '%s' is not a non-negative number of seconds\n",
@@ -125,25 +114,22 @@ int main(int argc, char **argv)
                 ex = CLI_EX_USAGE;
                 goto out;
             }
-            continue;
-        }
-        if (!err && (v = opt_value("batch", argc, argv, &i, &err)) != NULL) {
+            break;
+        case O_BATCH:
             if (cli_parse_uint(v, 1, 100000, &batch) != 0) {
                 fprintf(stderr, "%s: --batch: '%s' is not a number of rows 1-100000\n", PROG, v);
                 ex = CLI_EX_USAGE;
                 goto out;
             }
-            continue;
-        }
-        if (!err && (v = opt_value("pause", argc, argv, &i, &err)) != NULL) {
+            break;
+        case O_PAUSE:
             if (cli_parse_pause(v, &pause) != 0) {
                 fprintf(stderr, "%s: --pause: '%s' is not 'auto' or a number of milliseconds 0-60000\n", PROG, v);
                 ex = CLI_EX_USAGE;
                 goto out;
             }
-            continue;
-        }
-        if (!err && (v = opt_value("max-seconds", argc, argv, &i, &err)) != NULL) {
+            break;
+        case O_MAX:
             max_s = cli_parse_seconds(v);
             if (max_s <= 0) {
                 fprintf(stderr, "%s: --max-seconds: '%s' is not a positive number of seconds\n",
@@ -151,27 +137,25 @@ int main(int argc, char **argv)
                 ex = CLI_EX_USAGE;
                 goto out;
             }
-            continue;
+            break;
+        default:
+            break;
         }
-        if (err) {
-            ex = CLI_EX_USAGE;
-            goto out;
-        }
-        r = cli_conn_parse(&cc, PROG, argc, argv, &i);
-        if (r < 0) {
-            ex = CLI_EX_USAGE;
-            goto out;
-        }
-        if (r > 0)
-            continue;
-        if (i > 1 && strcmp(argv[i - 1], "--password") == 0)
+    }
+    if (p.i < argc) {
+        const char *a = argv[p.i];
+        if (p.i > 1 && strcmp(argv[p.i - 1], "--password") == 0) {
             /* Probably "--password SECRET": never echo it. */
             fprintf(stderr, "%s: unexpected argument after --password (it takes no value: the "
                             "password is asked on the terminal, or read from an option file)\n",
                     PROG);
-        else
-            fprintf(stderr, "%s: %s '%s' (see rowlock-reaper --help)\n", PROG,
-                    a[0] == '-' ? "unknown option" : "unexpected argument", a);
+        } else {
+            size_t w;
+            char *h = cli_human_str(a, &w);
+            fprintf(stderr, "%s: unexpected argument '%s' (see rowlock-reaper --help)\n", PROG,
+                    h ? h : "?");
+            free(h);
+        }
         ex = CLI_EX_USAGE;
         goto out;
     }
