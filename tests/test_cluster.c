@@ -290,10 +290,13 @@ static int64_t read_uptime_us(const char *path)
     return s < 0 ? -1 : (int64_t)(s * 1e6);
 }
 
+static char kill_dir[64]; /* removed by cl_teardown, also after a failure */
+
 static void test_kill__a_node_killed_under_holder_and_waiters(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/rowlock-cluster-kill.XXXXXX", cmd[3000], f_start[64], f_end[64], f_token[64];
+    char *dir = kill_dir, cmd[3000], f_start[128], f_end[128], f_token[128];
+    snprintf(kill_dir, sizeof kill_dir, "/tmp/rowlock-cluster-kill.XXXXXX");
     assert_non_null(mkdtemp(dir));
     snprintf(f_start, sizeof f_start, "%s/start", dir);
     snprintf(f_end, sizeof f_end, "%s/end", dir);
@@ -380,9 +383,6 @@ static void test_kill__a_node_killed_under_holder_and_waiters(void **state)
     assert_true(rowlock_lock_token(l) > (k[0].token > k[1].token ? k[0].token : k[1].token));
     assert_rc(rowlock_release(l), 0, c3);
     tu_shm_free(k, 3 * sizeof *k);
-
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
 }
 
 /* ---- failover ------------------------------------------------------------------------------ */
@@ -538,6 +538,13 @@ static int fairness(int seconds)
 static int cl_teardown(void **state)
 {
     int rc = tu_teardown(state);
+    if (kill_dir[0] && strncmp(kill_dir, "/tmp/rowlock-cluster-kill.", 26) == 0 && !strstr(kill_dir, "XXXXXX")) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", kill_dir);
+        if (system(cmd) != 0)
+            rc = -1;
+    }
+    kill_dir[0] = '\0';
     if (cluster_run("status", 1) != 0 && cluster("start") != 0)
         rc = -1;
     for (int n = 1; n <= 3; n++)
