@@ -166,23 +166,11 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
+    /* rowlock_inspect() looks at a name the way the strategy of its row
+     * says (a for-update holder is probed), whatever the handle's strategy. */
     rc = rowlock_lock_new(&l, c, sa.pos[0], NULL);
     if (rc == 0)
         rc = rowlock_inspect(l, &in);
-    if (rc == 0 && in.exists && in.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
-        /* A for-update holder is a row lock, not written to the row: ask a
-         * handle of that strategy (it probes without waiting). */
-        rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
-        rowlock_info fu = ROWLOCK_INFO_INIT;
-        rowlock_lock_free(l);
-        l = NULL;
-        lo.strategy = ROWLOCK_STRATEGY_FOR_UPDATE;
-        rc = rowlock_lock_new(&l, c, sa.pos[0], &lo);
-        if (rc == 0)
-            rc = rowlock_inspect(l, &fu);
-        if (rc == 0)
-            in = fu;
-    }
     if (rc != 0) {
         cli_report(PROG, "status", c, rc);
         ex = cli_exit_for(rc);
