@@ -148,14 +148,50 @@ static int check_autocommit(rowlock_lock *l, const char *what)
 #define RECONNECT_CAP_US 2000000
 
 /*
+ * A claim whose connection died may still have committed: the row then names
+ * our owner with a fresh token, and nobody is told. A later claim by this
+ * owner would count it as a re-entry (same token, one hold too many: the
+ * lock stays held until the lease ends, and two grants share a token). So
+ * after such a failure the handle is marked uncertain, and before its next
+ * claim, if no other handle of this client holds the name (then a row of
+ * ours cannot be a re-entry), one read decides: a live row of ours with
+ * this strategy is that lost grant, adopted as it is (its token, count 1).
+ * Lease-row strategies only: a for-update lock died with its session.
+ */
+static int adopt_leftover(rowlock_lock *l, int *adopted)
+{
+    rowlock_client *c = l->client;
+    *adopted = 0;
+    if (!(l->ops->flags & ROWLOCK__S_LEASE_ROW) || l->held > 0) {
+        l->claim_uncertain = 0;
+        return 0;
+    }
+    for (rowlock_lock *h = c->locks; h; h = h->next) {
+        if (h != l && h->ops == l->ops && h->held > 0 && !h->lost && h->name_len == l->name_len &&
+            memcmp(h->name, l->name, l->name_len) == 0) {
+            l->claim_uncertain = 0; /* a row of ours is that handle's: a re-entry */
+            return 0;
+        }
+    }
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    int rc = rowlock__row_read(c, l->name, l->name_len, &info);
+    if (rc)
+        return rc; /* still uncertain: asked again at the next attempt */
+    l->claim_uncertain = 0;
+    if (info.exists && info.held && info.strategy == l->ops->id && strcmp(info.owner, c->owner) == 0) {
+        l->token = info.token;
+        *adopted = 1;
+    }
+    return 0;
+}
+
+/*
  * The strategy's acquire, started again when the client's own connection was
  * lost and the caller's wait has time left: a server restart or a network
  * blip then costs the waiter its place in the queue, not its wait. The next
  * statement reconnects (db.c). Only while this handle holds nothing: a lost
- * session held no for-update lock. One case is not undone: a claim that
- * committed just before the connection died is seen by the retry as our own
- * row and counted as a re-entry, so the final release leaves it held until
- * its lease ends (never longer: no one is excluded beyond the lease). Wrapped
+ * session held no for-update lock. A claim that committed just before the
+ * connection died is adopted, not re-entered (adopt_leftover above). Wrapped
  * connections are the application's to reconnect. Try-once calls (wait 0)
  * fail at once, as before.
  */
@@ -169,7 +205,15 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
             if (left < 0)
                 left = 0;
         }
-        int rc = l->ops->acquire(l, left, lease_ms);
+        int rc = 0, adopted = 0;
+        if (l->claim_uncertain)
+            rc = adopt_leftover(l, &adopted);
+        if (adopted)
+            return 0;
+        if (rc == 0)
+            rc = l->ops->acquire(l, left, lease_ms);
+        if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
+            l->claim_uncertain = 1;
         if (rc != ROWLOCK_EDB || wait_ms == 0 || !c->owns_mysql || l->held > 0 ||
             rowlock__db_classify(c->db_errno) != ROWLOCK__DB_CONN)
             return rc;

@@ -340,6 +340,8 @@ struct rowlock_lock {
     int64_t grant_sent_us;   /* monotonic time the acquire call that made the current grant began */
     int keep_on;             /* rowlock_keep() asked to keep this handle's grants */
     int keep_error;          /* keeping the current grant could not start */
+    int claim_uncertain;     /* an acquire lost its connection after its claim
+                                may have committed (lock.c: adopt_leftover) */
     rowlock_keep_options keep;
 };
 

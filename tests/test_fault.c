@@ -229,27 +229,51 @@ static void test_acquire__a_stalled_claim_still_grants(void **state)
 /*
  * The claim ran and committed, but its reply was lost with the connection:
  * the caller sees EDB although the row names its owner. Its next acquire
- * re-enters that grant (same owner), so the row's count is one more than
- * the handle holds, and the lock stays held until the lease ends: a
- * lost-reply grant costs one lease of unavailability, never two holders.
+ * must adopt that grant (one read), not re-enter it: the same token once,
+ * count 1, so its release frees the lock at once (it used to stay held
+ * until the lease ended, and two grants shared a token).
  */
-static void test_acquire__a_grant_whose_reply_was_lost_is_held_until_its_lease(void **state)
+static void test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire(void **state)
 {
     (void)state;
     rowlock_client *c = C(), *other = C();
     rowlock_lock *l = tu_lock(c, "acq-drop", ROWLOCK_STRATEGY_INSERT);
     rowlock_lock *lo = tu_lock(other, "acq-drop", ROWLOCK_STRATEGY_INSERT);
     arm(c, "claim", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
-    assert_rc(rowlock_acquire(l, 0, 1500), ROWLOCK_EDB, c);
+    assert_rc(rowlock_acquire(l, 0, 60000), ROWLOCK_EDB, c);
     assert_int_equal(rowlock_client_db_errno(c), 2013);
     assert_int_equal(rowlock_lock_held(l), 0);
     assert_true(row_held("acq-drop"));
     assert_rc(rowlock_acquire(lo, 0, 0), ROWLOCK_EBUSY, other); /* never two holders */
-    assert_rc(rowlock_acquire(l, 0, 1500), 0, c);
-    assert_int_equal(row_count("acq-drop"), 2);
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    assert_int_equal(row_count("acq-drop"), 1);
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_inspect(lo, &info), 0, other);
+    assert_true(rowlock_lock_token(l) == info.token);
     assert_rc(rowlock_release(l), 0, c);
-    assert_true(row_held("acq-drop"));
-    assert_rc(rowlock_acquire(lo, 5000, 0), 0, other); /* after the lease */
+    assert_false(row_held("acq-drop"));
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other); /* at once, not after the lease */
+    assert_true(rowlock_lock_token(lo) > info.token);
+    assert_rc(rowlock_release(lo), 0, other);
+}
+
+/* The same loss inside a waiting acquire: it reconnects and adopts the grant
+ * within its own wait. */
+static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(void **state)
+{
+    (void)state;
+    rowlock_client *c = C(), *other = C();
+    rowlock_lock *l = tu_lock(c, "acq-drop-wait", ROWLOCK_STRATEGY_OPTIMISTIC);
+    rowlock_lock *lo = tu_lock(other, "acq-drop-wait", ROWLOCK_STRATEGY_OPTIMISTIC);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: the next claim is a CAS */
+    assert_rc(rowlock_release(l), 0, c);
+    arm(c, "claim-cas", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_acquire(l, 5000, 60000), 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "claim-cas"), 1);
+    assert_int_equal(row_count("acq-drop-wait"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("acq-drop-wait"));
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other);
     assert_rc(rowlock_release(lo), 0, other);
 }
 
@@ -507,7 +531,8 @@ int main(int argc, char **argv)
         FT(test_acquire__optimistic_create_and_read_errors),
         FT(test_acquire__a_wait_survives_failing_hint_and_queue_statements),
         FT(test_acquire__a_stalled_claim_still_grants),
-        FT(test_acquire__a_grant_whose_reply_was_lost_is_held_until_its_lease),
+        FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
+        FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
         FT(test_release__one_lock_wait_timeout_is_retried),
         FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
         FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),
