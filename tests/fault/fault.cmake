@@ -70,18 +70,14 @@ while(_fault_scenarios)
     ENVIRONMENT "${_fault_env}")
 endwhile()
 
-# KNOWN PRODUCT BUG (found by fault_soak; reported with issue 15): an insert
-# or optimistic claim that reaches the server after its acquire gave up
-# (read timeout, ROWLOCK_EDB) still commits; the same client's next acquire
-# is counted re-entrant (same token after a release) and its last release
-# leaves the lock held until the lease ends. This reproduction fails until
-# the library is fixed, so it is DISABLED in the default run (ctest lists it
-# as "Disabled"). Run it by hand:
-#   FAULT_WORKER=build/tests/fault_worker ROWLOCK_BIN=build/rowlock \
-#     tests/fault/faultrun.py late_claim
-# and remove DISABLED once it passes.
+# A product bug found by fault_soak (issue 15), fixed in src/lock.c
+# (adopt_leftover): an insert or optimistic claim that reaches the server
+# after its acquire gave up (read timeout, ROWLOCK_EDB) still commits; the
+# same client's next acquire used to count it re-entrant (the same token after
+# a release) and its last release left the lock held until the lease ended.
+# This reproduction fails if that comes back.
 add_test(NAME fault_late_claim COMMAND ${ROWLOCK_PYTHON3} ${_fault_dir}/faultrun.py late_claim)
-set_tests_properties(fault_late_claim PROPERTIES LABELS "fault" TIMEOUT 120 DISABLED TRUE
+set_tests_properties(fault_late_claim PROPERTIES LABELS "fault" TIMEOUT 120
   RESOURCE_LOCK rowlock_private_server ENVIRONMENT "${_fault_env}")
 unset(_fault_dir)
 unset(_fault_summary)
