@@ -766,11 +766,19 @@ def sc_db_error(run, args):
     time.sleep(20)
     run.tail()
     fails = []
+    seen = 0
     for g in gs:
         g.injections = sum(1 for r in run.records if r.get("ev") == "dberr" and r.get("injected")
                            and r.get("name") == g.name)
+        seen += g.injections
         if g.injections == 0:
-            fails.append("%s: no injected statement error was seen" % g.name)
+            # The library absorbs many injections itself (busy errors retried,
+            # a lost connection in a waiting acquire reconnected and its grant
+            # adopted), so one group may never see one: a note. The history
+            # checks are what this scenario asserts.
+            log("db_error: note: %s saw no injected statement error (absorbed by the library)" % g.name)
+    if seen == 0:
+        fails.append("db_error: no worker saw any injected statement error: the seam did not fire")
     return fails
 
 
