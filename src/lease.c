@@ -478,6 +478,13 @@ static const char LEASE_RENEW[] =
     "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
+/* Params: lease µs, name, owner, strategy. Our owner's live row: count 1,
+ * the lease re-armed from now, the token kept (LAST_INSERT_ID). */
+static const char LEASE_ADOPT[] =
+    "/* rowlock:adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1, token = LAST_INSERT_ID(token),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
+
 /*
  * Release and renew must not report "busy": a lock wait timeout or deadlock
  * (1205/1213, e.g. against a reaper's DELETE of a neighbouring row) rolled
@@ -549,6 +556,23 @@ int rowlock__lease_release(rowlock_lock *l)
     else if (rc == ROWLOCK_ENOTOWNER)
         hint_drop(l);
     return rc;
+}
+
+int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                            RL_I64(l->ops->id) };
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    if (rc == ROWLOCK_EBUSY)
+        rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return ROWLOCK_EBUSY; /* nothing of ours to adopt */
+    l->token = res.insert_id;
+    return 0;
 }
 
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)

@@ -155,13 +155,16 @@ static int check_autocommit(rowlock_lock *l, const char *what)
  * hold too many: held until the lease ends, two grants sharing a token). So
  * after such a failure the handle is marked uncertain, and before its next
  * claim, if no other handle of this client holds the name (then a row of
- * ours cannot be a re-entry), one read decides: a live row of ours with
- * this strategy is that lost grant, adopted as it is (its token, count 1).
+ * ours cannot be a re-entry), one statement decides (lease.c): a live row of
+ * ours with this strategy is that lost grant, adopted with its token, count
+ * 1 and a lease re-armed from now. Re-armed, not taken as it is: the lost
+ * claim's lease started before this call, maybe most of a lease ago, and
+ * this acquire promises lease_ms from its own start (a soak found one
+ * adopted with 100 ms left of 2 s, taken over by a waiter at once).
  * Lease-row strategies only: a for-update lock died with its session.
  */
-static int adopt_leftover(rowlock_lock *l, int *adopted)
+static int adopt_leftover(rowlock_lock *l, int64_t lease_ms, int *adopted)
 {
-    rowlock_client *c = l->client;
     *adopted = 0;
     if (!(l->ops->flags & ROWLOCK__S_LEASE_ROW) || l->held > 0) {
         l->claim_uncertain = 0;
@@ -171,15 +174,11 @@ static int adopt_leftover(rowlock_lock *l, int *adopted)
         l->claim_uncertain = 0; /* a row of ours is another handle's: a re-entry */
         return 0;
     }
-    rowlock_info info = ROWLOCK_INFO_INIT;
-    int rc = rowlock__row_read(c, l->name, l->name_len, &info);
-    if (rc)
+    int rc = rowlock__lease_adopt(l, lease_ms);
+    if (rc != 0 && rc != ROWLOCK_EBUSY)
         return rc; /* still uncertain: asked again at the next attempt */
     l->claim_uncertain = 0;
-    if (info.exists && info.held && info.strategy == l->ops->id && strcmp(info.owner, c->owner) == 0) {
-        l->token = info.token;
-        *adopted = 1;
-    }
+    *adopted = rc == 0;
     return 0;
 }
 
@@ -205,7 +204,7 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
         }
         int rc = 0, adopted = 0;
         if (l->claim_uncertain)
-            rc = adopt_leftover(l, &adopted);
+            rc = adopt_leftover(l, lease_ms, &adopted);
         if (adopted)
             return 0;
         if (rc == 0)

@@ -196,7 +196,7 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * Fault injection: compiled only with ROWLOCK_FAULT_INJECTION, which the
  * installed library never has (CMake builds rowlock_fault_objects for the
  * fault tests). Every statement starts with a tag comment, the text
- * "rowlock:<tag>" between comment delimiters (claim, claim-cas, reenter, create, release,
+ * "rowlock:<tag>" between comment delimiters (claim, claim-cas, reenter, adopt, create, release,
  * release-handoff, renew, row-read, row-read-shared, hint-wait, hint-drop,
  * head-wait, queue-join, queue-forget, fu-begin, fu-lock-try, fu-lock-wait,
  * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
@@ -488,6 +488,10 @@ void rowlock__hint_release(rowlock_lock *l);
 /* Release and renew of a lease row (insert and optimistic). */
 int rowlock__lease_release(rowlock_lock *l);
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms);
+/* Adopt our owner's live row of l's strategy (a claim that committed after
+ * its connection died): count 1, the lease re-armed to lease_ms from now,
+ * l->token set. 0 adopted; ROWLOCK_EBUSY no such row; else an error. */
+int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms);
 /*
  * SQL pieces for the wake-up hint inside claim and release statements
  * (lease.c explains the hint). HINT_TRY is true when this session holds or

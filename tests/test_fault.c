@@ -257,6 +257,38 @@ static void test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_ac
     assert_rc(rowlock_release(lo), 0, other);
 }
 
+/*
+ * The adopted grant's lease runs from the adopting acquire, not from the lost
+ * claim: a claim with a 1.5 s lease is lost, and 1 s later an acquire asking
+ * for 60 s adopts it. Taken as it was, it would end 0.5 s later while its
+ * holder counts on 60 s (a soak saw a waiter take such a grant over at once).
+ */
+static void test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for(void **state)
+{
+    (void)state;
+    static const struct {
+        rowlock_strategy s;
+        const char *tag, *name;
+    } cases[] = { { ROWLOCK_STRATEGY_INSERT, "claim", "adopt-lease-i" },
+                  { ROWLOCK_STRATEGY_OPTIMISTIC, "claim-cas", "adopt-lease-o" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rowlock_client *c = C();
+        rowlock_lock *l = tu_lock(c, cases[i].name, cases[i].s);
+        assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: optimistic claims by CAS */
+        assert_rc(rowlock_release(l), 0, c);
+        arm(c, cases[i].tag, 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+        assert_rc(rowlock_acquire(l, 0, 1500), ROWLOCK_EDB, c);
+        assert_true(row_held(cases[i].name));
+        tu_sleep_ms(1000);
+        assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+        assert_true(row_expires_in_ms(cases[i].name) > 50000);
+        assert_int_equal(row_count(cases[i].name), 1);
+        assert_rc(rowlock_release(l), 0, c);
+        assert_false(row_held(cases[i].name));
+        rowlock__fault_clear(NULL);
+    }
+}
+
 /* The same loss inside a waiting acquire: it reconnects and adopts the grant
  * within its own wait. */
 static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(void **state)
@@ -582,6 +614,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
         FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
+    FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
         FT(test_release__one_lock_wait_timeout_is_retried),
         FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
         FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),
