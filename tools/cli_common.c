@@ -819,6 +819,19 @@ int cli_finish_stdout(const char *prog, int code)
     return code;
 }
 
+/* Called on whichever thread the library reports from (the keeper's too):
+ * one fprintf per event, which stdio makes atomic per call. */
+static void log_line(const rowlock_event *ev, void *arg)
+{
+    fprintf(stderr, "%s: %s %s: %s\n", (const char *)arg, rowlock_log_level_name(ev->level),
+            rowlock_event_kind_name(ev->kind), ev->message);
+}
+
+int cli_log_to_stderr(rowlock_client *c, const char *prog, int min_level)
+{
+    return rowlock_client_set_log(c, min_level, log_line, (void *)prog);
+}
+
 int cli_conn_lost(const rowlock_client *c)
 {
     switch (rowlock_client_db_errno(c)) {

@@ -606,6 +606,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         ex = rc;
         goto report;
     }
+    if (la->verbose)
+        (void)cli_log_to_stderr(s.c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
     /* Out of the caller's session (after the prompt, which needs its
      * terminal): the terminal's signals are not ours; the front process
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */

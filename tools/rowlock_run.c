@@ -626,6 +626,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = rc;
         goto out;
     }
+    if (ra.verbose)
+        (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
 
     lo.strategy = ra.strategy;
     rc = rowlock_lock_new(&l, c, ra.name, &lo);
