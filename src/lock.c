@@ -258,6 +258,8 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
     l->attempts = 0;
     rc = acquire_surviving_restarts(l, wait_ms, lease_ms, sent);
     if (rc == 0) {
+        /* A wait records why its first claims lost (the holder): stale now. */
+        rowlock__clear_error(l->client);
         if (l->held > 0 && l->token != before) {
             /* Our earlier grant had lapsed and this is a new one. */
             l->held = 0;
