@@ -281,6 +281,14 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
 ROWLOCK_EXTERN const char *rowlock_client_errmsg(const rowlock_client *c);
 /** The last server/connection error number kept with ROWLOCK_EDB (0 if none). */
 ROWLOCK_EXTERN unsigned int rowlock_client_db_errno(const rowlock_client *c);
+/** 1 when the last error says the client's connection is gone or could not
+ *  be made (the server stopped, restarted, is unreachable, ended the session,
+ *  or a Galera node left the cluster): everything the session held (a
+ *  for-update lock, the wake-up hint) is gone, and the next call on a
+ *  connection the client owns reconnects, so a caller that waits may go on
+ *  waiting. 0 otherwise (also for NULL). The same classification the library
+ *  uses itself; no round trip. */
+ROWLOCK_EXTERN int rowlock_client_conn_lost(const rowlock_client *c);
 /** The last SQLSTATE kept with ROWLOCK_EDB ("00000" if none). Borrowed. */
 ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c);
 /** This client's owner identity as stored in the lock table. Borrowed. */

@@ -92,10 +92,6 @@ void cli_report(const char *prog, const char *what, const rowlock_client *c, int
  * code. `prog` must outlive the client. */
 int cli_log_to_stderr(rowlock_client *c, const char *prog, int min_level);
 
-/* The client's last error says its connection is gone or was refused (the
- * server stopped, restarted, or is unreachable): a wait may go on. */
-int cli_conn_lost(const rowlock_client *c);
-
 /* The exit code for a library error code: CLI_EX_USAGE for ROWLOCK_EINVALID,
  * CLI_EX_CONFIG for ROWLOCK_EUNSUPPORTED, CLI_EX_UNAVAILABLE otherwise. */
 int cli_exit_for(int code);

@@ -659,7 +659,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         rc = rowlock_acquire(l, slice, ra.lease_ms);
         /* A lost connection (a server restart) is waited out like a busy
          * lock: the library reconnects with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && cli_conn_lost(c)))
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && rowlock_client_conn_lost(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
