@@ -676,9 +676,10 @@ typedef enum rowlock_log_level {
  * accept kinds it does not know. The level given is the one the library
  * uses for the kind (keep-state: by the new state).
  *
- *  ACQUIRED        info   A grant (or a re-entry) by rowlock_acquire:
+ *  ACQUIRED        info   A grant by rowlock_acquire (debug for a re-entry):
  *                         waited_us is the time the call took, attempt the
- *                         claims it made (1: at once).
+ *                         claims it made; the message says "after waiting"
+ *                         when a claim found the lock held first.
  *  HANDED_OVER     info   A waiting acquire was handed the lock by its
  *                         releaser (the waiter queue); ACQUIRED follows.
  *  WAITING         debug  An acquire found the lock held and waits; the

@@ -308,6 +308,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (rc != ROWLOCK_EBUSY)
             break;
         L->contended = 1; /* others want it too: our release may hand it over */
+        l->waited = 1;
         if (!explained && (wait_ms == 0 || !L->strategy_seen)) {
             /* First loss: one read to tell "busy" from "wrong strategy"
              * (which waiting cannot fix; a row's strategy only changes after

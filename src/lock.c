@@ -256,6 +256,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
     uint64_t before = l->token;
     int64_t sent = rowlock__now_us();
     l->attempts = 0;
+    l->waited = 0;
     rc = acquire_surviving_restarts(l, wait_ms, lease_ms, sent);
     if (rc == 0) {
         /* A wait records why its first claims lost (the holder): stale now. */
@@ -274,10 +275,10 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         int64_t took = rowlock__now_us() - sent;
         ROWLOCK__LOG_LOCK(l, new_grant ? ROWLOCK_LOG_INFO : ROWLOCK_LOG_DEBUG, ACQUIRED,
                           RL_EVX(.waited_us = took, .attempt = l->attempts ? l->attempts : 1),
-                          "%s (%s): %s, token %llu, %s %.3f s (%u claims)", l->shown, l->ops->name,
+                          "%s (%s): %s, token %llu, %s %.3f s (%u claim%s)", l->shown, l->ops->name,
                           new_grant ? "granted" : "re-entered", (unsigned long long)l->token,
-                          l->attempts > 1 ? "after waiting" : "at once, in", (double)took / 1e6,
-                          l->attempts ? l->attempts : 1);
+                          l->waited ? "after waiting" : "in", (double)took / 1e6, l->attempts ? l->attempts : 1,
+                          l->attempts > 1 ? "s" : "");
     }
     return rc;
 }

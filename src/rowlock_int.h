@@ -402,6 +402,7 @@ struct rowlock_lock {
     int keep_on;             /* rowlock_keep() asked to keep this handle's grants */
     int keep_error;          /* keeping the current grant could not start */
     unsigned attempts;       /* claims made by the running acquire (events) */
+    int waited;              /* the running acquire found the lock held (events) */
     int claim_uncertain;     /* an acquire lost its connection after its claim
                                 may have committed (lock.c: adopt_leftover) */
     rowlock_keep_options keep;

@@ -214,6 +214,8 @@ static void test_uncontended__acquired_then_released(void **state)
     assert_true(a->main_thread);
     assert_non_null(strstr(a->message, "'plain\\x0aname'")); /* escaped, one line */
     assert_null(strchr(a->message, '\n'));
+    assert_non_null(strstr(a->message, "granted"));
+    assert_null(strstr(a->message, "after waiting"));
     assert_true(z->token == token);
     assert_int_equal(z->level, ROWLOCK_LOG_INFO);
     assert_non_null(strstr(z->message, "released"));
@@ -255,6 +257,7 @@ static void test_contended__waiting_then_acquired_with_the_time_waited(void **st
     assert_int_equal(r->ev[wa].level, ROWLOCK_LOG_DEBUG);
     assert_non_null(strstr(r->ev[wa].message, "contended")); /* names the lock (and its holder) */
     assert_true(r->ev[ac].waited_us >= 300000);
+    assert_non_null(strstr(r->ev[ac].message, "after waiting"));
     assert_true(r->ev[ac].token == rowlock_lock_token(lb));
     assert_int_equal(r->ev[ac].strategy, ROWLOCK_STRATEGY_OPTIMISTIC);
     assert_false(r->ev[ac].main_thread); /* the thread that called acquire */
@@ -291,6 +294,7 @@ static void test_handoff__the_waiter_sees_handed_over_and_the_releaser_says_so(v
     assert_rc(w.rc, 0, b);
     expect_kinds(rb, "handed-over,acquired");
     assert_true(rb->ev[0].token == rowlock_lock_token(lb) && rb->ev[1].token == rb->ev[0].token);
+    assert_non_null(strstr(rb->ev[1].message, "after waiting"));
     expect_kinds(ra, "released");
     assert_non_null(strstr(ra->ev[0].message, "handed to the next waiter"));
     assert_rc(rowlock_release(lb), 0, b);
