@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -97,23 +96,13 @@ const char rl_usage_unlock[] =
     "unlocked, or its shell exited); 64 usage error; 75 the lock was lost before\n"
     "unlock (the commands since then ran without it).\n";
 
-enum {
-    LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_JSON,
-    LO_HELP
-};
+/* run's options (the shared list, rowlock_cli.h) plus lock's own. */
+enum { LO_PID = 1, LO_JSON };
 
 static const cli_optspec lock_specs[] = {
-    { "strategy", 's', 1, LO_STRATEGY },
-    { "nonblock", 'n', 0, LO_NONBLOCK },
-    { "nb", 0, 0, LO_NONBLOCK },
-    { "wait", 'w', 1, LO_WAIT },
-    { "timeout", 0, 1, LO_WAIT },
-    { "lease", 'l', 1, LO_LEASE },
-    { "conflict-exit-code", 'E', 1, LO_CONFLICT },
+    RL_LOCK_OPTSPECS,
     { "pid", 0, 1, LO_PID },
-    { "verbose", 0, 0, LO_VERBOSE },
     { "json", 0, 0, LO_JSON },
-    { "help", 'h', 0, LO_HELP },
     { NULL, 0, 0, 0 },
 };
 
@@ -245,72 +234,33 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
 {
     cli_optparser p;
     const char *val;
-    int id, nonblock = 0;
+    int id;
+    rl_lock_opts o;
 
     cli_opt_init(&p, PROG, "lock", argc, argv, 1);
     memset(la, 0, sizeof *la);
-    la->strategy = ROWLOCK_STRATEGY_INSERT;
-    la->wait_ms = ROWLOCK_WAIT_FOREVER;
-    la->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
-    la->conflict_code = CLI_EX_CONFLICT;
+    rl_lock_opts_init(&o);
     la->watch = getppid();
 
     while ((id = cli_next_opt(&p, lock_specs, cc, &val)) != CLI_OP_END) {
-        double s;
         unsigned long long u;
-        switch (id) {
-        case CLI_OP_ERR:
+        int rc;
+        if (id == CLI_OP_ERR)
             return CLI_EX_USAGE;
-        case CLI_OP_CONN:
-            break;
-        case LO_HELP:
-            rl_print_cmd_help(rl_usage_lock);
-            return -1;
-        case LO_STRATEGY:
-            if (rowlock_strategy_parse(&la->strategy, val) != 0) {
-                fprintf(stderr, "%s: lock: unknown strategy '%s' (insert, for-update, "
-                                "optimistic)\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            break;
-        case LO_NONBLOCK:
-            nonblock = 1;
-            break;
-        case LO_WAIT:
-            s = cli_parse_seconds(val);
-            if (s < 0) {
-                fprintf(stderr, "%s: lock: --wait: '%s' is not a non-negative number of "
-                                "seconds\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            la->wait_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case LO_LEASE:
-            s = cli_parse_seconds(val);
-            if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
-                fprintf(stderr, "%s: lock: --lease: '%s' is not a number of seconds between 1 "
-                                "and %lld\n", PROG, val, (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
-                return CLI_EX_USAGE;
-            }
-            la->lease_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case LO_CONFLICT:
-            if (cli_parse_uint(val, 0, 255, &u) != 0) {
-                fprintf(stderr, "%s: lock: --conflict-exit-code: '%s' is not an exit status "
-                                "0-255\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            la->conflict_code = (int)u;
-            break;
+        if (id == CLI_OP_CONN)
+            continue;
+        rc = rl_lock_opt(&o, "lock", rl_usage_lock, id, val);
+        if (rc == 1)
+            continue;
+        if (rc != 0)
+            return rc; /* CLI_EX_USAGE, or -1 after --help */
+        switch (id) {
         case LO_PID:
             if (cli_parse_uint(val, 1, INT_MAX, &u) != 0 || kill((pid_t)u, 0) != 0) {
-                fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, val);
+                fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, cli_q(val));
                 return CLI_EX_USAGE;
             }
             la->watch = (pid_t)u;
-            break;
-        case LO_VERBOSE:
-            la->verbose = 1;
             break;
         case LO_JSON:
             la->json = 1;
@@ -319,8 +269,12 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
             break;
         }
     }
-    if (nonblock)
-        la->wait_ms = 0;
+    rl_lock_opts_done(&o);
+    la->strategy = o.strategy;
+    la->wait_ms = o.wait_ms;
+    la->lease_ms = o.lease_ms;
+    la->conflict_code = o.conflict_code;
+    la->verbose = o.verbose;
     if (p.i >= argc) {
         fprintf(stderr, "%s: lock: missing lock NAME (see rowlock lock --help)\n", PROG);
         return CLI_EX_USAGE;
