@@ -683,7 +683,8 @@ typedef enum rowlock_log_level {
  *  HANDED_OVER     info   A waiting acquire was handed the lock by its
  *                         releaser (the waiter queue); ACQUIRED follows.
  *  WAITING         debug  An acquire found the lock held and waits; the
- *                         message names the holder.
+ *                         message names the holder (insert, optimistic: a
+ *                         for-update acquire waits inside the server).
  *  RELEASED        info   rowlock_release(): elapsed_us since the grant; the
  *                         message says whether it went to a waiter. debug
  *                         for a release that leaves re-entries held.
