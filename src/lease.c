@@ -317,7 +317,6 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         if (rc != ROWLOCK_EBUSY)
             break;
         L->contended = 1; /* others want it too: our release may hand it over */
-        l->waited = 1;
         if (!explained && (wait_ms == 0 || !L->strategy_seen)) {
             /* First loss: one read to tell "busy" from "wrong strategy"
              * (which waiting cannot fix; a row's strategy only changes after
@@ -329,8 +328,6 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                 return rc;
             memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
-            if (wait_ms != 0)
-                ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, WAITING, RL_EVX(.attempt = l->attempts), "%s", why);
             L->strategy_seen = 1;
             if (wait_ms == 0 && free_row && !(flags & ROWLOCK__TRY_UNGATED)) {
                 /* A try-once lost to the gate on a free row: the hint may be
@@ -339,6 +336,11 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                 flags |= ROWLOCK__TRY_UNGATED;
                 continue;
             }
+        }
+        if (wait_ms != 0 && !l->waited) {
+            l->waited = 1; /* once per acquire */
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, WAITING, RL_EVX(.attempt = l->attempts), "%s (%s): held, waiting%s%s",
+                              l->shown, l->ops->name, explained ? ": " : "", explained ? why : "");
         }
         if (rowlock__now_us() >= deadline) {
             if (!(flags & ROWLOCK__TRY_HANDED))
