@@ -239,7 +239,7 @@ _rowlock_reaper()
         _rowlock_value "$prev" "$cur"
     else
         _rowlock_add "$cur" --grace --batch --pause --max-seconds --dry-run --json --quiet \
-            --help --version $_rowlock_conn_opts
+            --verbose --help --version $_rowlock_conn_opts
     fi
     return 0
 }

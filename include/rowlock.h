@@ -281,6 +281,14 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
 ROWLOCK_EXTERN const char *rowlock_client_errmsg(const rowlock_client *c);
 /** The last server/connection error number kept with ROWLOCK_EDB (0 if none). */
 ROWLOCK_EXTERN unsigned int rowlock_client_db_errno(const rowlock_client *c);
+/** 1 when the last error says the client's connection is gone or could not
+ *  be made (the server stopped, restarted, is unreachable, ended the session,
+ *  or a Galera node left the cluster): everything the session held (a
+ *  for-update lock, the wake-up hint) is gone, and the next call on a
+ *  connection the client owns reconnects, so a caller that waits may go on
+ *  waiting. 0 otherwise (also for NULL). The same classification the library
+ *  uses itself; no round trip. */
+ROWLOCK_EXTERN int rowlock_client_conn_lost(const rowlock_client *c);
 /** The last SQLSTATE kept with ROWLOCK_EDB ("00000" if none). Borrowed. */
 ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c);
 /** This client's owner identity as stored in the lock table. Borrowed. */
@@ -615,6 +623,156 @@ ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info 
 
 /** The monotonic clock safe_until_us is measured on (CLOCK_MONOTONIC, µs). */
 ROWLOCK_EXTERN int64_t rowlock_monotonic_us(void);
+
+/* ------------------------------------------------------------------------ */
+/* Events (a logging hook)                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An application can route what rowlock does into its own logs: it
+ * registers one function per client (rowlock_client_set_log()), which
+ * receives each event at or above a level as a rowlock_event.
+ *
+ * Why a struct and not a printf-style callback: a log line is rarely all an
+ * application wants (it counts retries, alerts on "lost", puts the token in
+ * a structured field), and a struct with a version grows without breaking
+ * callers. The one-line `message` is there for those who only print.
+ *
+ * Threads. fn runs on the thread that notices the event: the application's
+ * thread inside its rowlock calls (acquire, release, renew, reconnects of its
+ * connection, ...); the keeper's renewer thread (renewals, renew retries,
+ * reconnects of the keeper's own connection, a lease found lost); the
+ * keeper's watcher thread (keeper state changes, a for-update session that
+ * ended); or a thread calling rowlock_keep_status() (which may notice that a
+ * renewal is overdue). So fn must be thread-safe, and two calls may overlap.
+ * fn must return quickly and must not call rowlock functions that take a
+ * client or a lock (it may run while the library holds the keeper's mutex):
+ * only the pure ones (rowlock_strerror, rowlock_error_name,
+ * rowlock_log_level_name, rowlock_event_kind_name, rowlock_escape,
+ * rowlock_monotonic_us). Copy what it needs: the event and its strings live
+ * only during the call.
+ *
+ * Cost. Without a hook, or below min_level, an event costs one relaxed atomic
+ * load and a comparison: no formatting, no allocation, no lock.
+ */
+
+/** Event levels (min_level of rowlock_client_set_log()). */
+#define ROWLOCK_LOG_LEVEL_MAP(X) \
+    X(ROWLOCK_LOG_DEBUG, 1, "debug") \
+    X(ROWLOCK_LOG_INFO, 2, "info")   \
+    X(ROWLOCK_LOG_WARN, 3, "warn")   \
+    X(ROWLOCK_LOG_ERROR, 4, "error")
+
+typedef enum rowlock_log_level {
+#define ROWLOCK_LOG_LEVEL_ENUM_(name, value, str) name = value,
+    ROWLOCK_LOG_LEVEL_MAP(ROWLOCK_LOG_LEVEL_ENUM_)
+#undef ROWLOCK_LOG_LEVEL_ENUM_
+} rowlock_log_level;
+
+/**
+ * What happened: one list gives the enum (ROWLOCK_EVENT_<name>) and
+ * rowlock_event_kind_name() (the string, stable for grep and for log
+ * fields). New kinds are only ever added at the end; a callback must
+ * accept kinds it does not know. The level given is the one the library
+ * uses for the kind (keep-state: by the new state).
+ *
+ *  ACQUIRED        info   A grant by rowlock_acquire (debug for a re-entry):
+ *                         waited_us is the time the call took, attempt the
+ *                         claims it made; the message says "after waiting"
+ *                         when a claim found the lock held first.
+ *  HANDED_OVER     info   A waiting acquire was handed the lock by its
+ *                         releaser (the waiter queue); ACQUIRED follows.
+ *  WAITING         debug  An acquire found the lock held and waits; the
+ *                         message names the holder (insert, optimistic: a
+ *                         for-update acquire waits inside the server).
+ *  RELEASED        info   rowlock_release(): elapsed_us since the grant; the
+ *                         message says whether it went to a waiter. debug
+ *                         for a release that leaves re-entries held.
+ *  RENEWED         debug  A renewal confirmed by the server (rowlock_renew,
+ *                         or the keeper's renewer thread).
+ *  RENEW_RETRY     warn   The keeper's renewal failed transiently; it retries
+ *                         after waited_us (backoff), attempt counts failures.
+ *  BUSY_RETRY      info   A statement was rolled back by a lock wait timeout,
+ *                         deadlock or Galera certification failure and the
+ *                         library runs it again after waited_us; db_errno.
+ *  DISCONNECTED    warn   The client's connection was lost (db_errno): the
+ *                         session and what it held (for-update) are gone.
+ *  RECONNECTED     info   A new connection replaced a lost one.
+ *  RECONNECT_FAILED warn  Reconnecting failed (code, db_errno).
+ *  LOST            error  A lock is no longer ours: force-released, lease
+ *                         ended and taken, purged, or its session ended.
+ *  KEEP_STATE      info/warn/error  The keeper's view of a kept lock changed
+ *                         (keep_state: HELD again info, UNKNOWN warn, LOST error).
+ */
+#define ROWLOCK_EVENT_KIND_MAP(X)                   \
+    X(ACQUIRED, 1, "acquired")                      \
+    X(HANDED_OVER, 2, "handed-over")                \
+    X(WAITING, 3, "waiting")                        \
+    X(RELEASED, 4, "released")                      \
+    X(RENEWED, 5, "renewed")                        \
+    X(RENEW_RETRY, 6, "renew-retry")                \
+    X(BUSY_RETRY, 7, "busy-retry")                  \
+    X(DISCONNECTED, 8, "disconnected")              \
+    X(RECONNECTED, 9, "reconnected")                \
+    X(RECONNECT_FAILED, 10, "reconnect-failed")     \
+    X(LOST, 11, "lost")                             \
+    X(KEEP_STATE, 12, "keep-state")
+
+typedef enum rowlock_event_kind {
+#define ROWLOCK_EVENT_KIND_ENUM_(name, value, str) ROWLOCK_EVENT_##name = value,
+    ROWLOCK_EVENT_KIND_MAP(ROWLOCK_EVENT_KIND_ENUM_)
+#undef ROWLOCK_EVENT_KIND_ENUM_
+} rowlock_event_kind;
+
+/** "debug", "info", "warn", "error"; "unknown" otherwise. Never NULL. */
+ROWLOCK_EXTERN const char *rowlock_log_level_name(int level);
+/** "acquired", "handed-over", ... (the list above); "unknown" otherwise. Never NULL. */
+ROWLOCK_EXTERN const char *rowlock_event_kind_name(int kind);
+
+#define ROWLOCK_EVENT_VERSION 1
+
+/**
+ * One event. Filled by the library, which sets `version` to the version it
+ * fills: fields are only ever added at the end, so a callback compiled with
+ * an older header reads the fields it knows, and one compiled with a newer
+ * header checks `version` before reading fields added later. Fields that do
+ * not apply to a kind are 0 (strings: "").
+ */
+typedef struct rowlock_event {
+    unsigned int version;        /**< ROWLOCK_EVENT_VERSION of the library that filled it */
+    rowlock_log_level level;
+    rowlock_event_kind kind;
+    const char *lock_name;       /**< the lock's name as given (raw bytes: escape it before
+                                      printing); "" for client events (connections) */
+    rowlock_strategy strategy;   /**< 0 for client events */
+    uint64_t token;              /**< the grant's fencing token, 0 if none */
+    int64_t waited_us;           /**< acquired: the acquire call's duration; renew-retry and
+                                      busy-retry: the backoff before the next attempt */
+    int64_t elapsed_us;          /**< released: time since the grant; reconnected: time since the
+                                      connection was found lost (0 if unknown) */
+    unsigned int attempt;        /**< acquired: claims made (1: at once); retries: 1-based count */
+    int code;                    /**< ROWLOCK_E* of a failure, 0 if none */
+    unsigned int db_errno;       /**< the server's/client's error number, 0 if none */
+    rowlock_keep_state keep_state; /**< keep-state: the new state; else ROWLOCK_KEEP_NONE */
+    const char *message;         /**< one line, lock names and server text escaped
+                                      (rowlock_escape); never NULL */
+} rowlock_event;
+
+/** A logging hook; `arg` is what was given to rowlock_client_set_log(). */
+typedef void (*rowlock_log_fn)(const rowlock_event *ev, void *arg);
+
+/**
+ * Send this client's events at or above `min_level` to `fn` (NULL: none).
+ * The client's keeper (its threads, its own connection) reports to the same
+ * hook. Safe at any time, from any thread, also while a keeper runs: when it
+ * returns, no call to the previous fn is running or will start (so its arg
+ * may be freed), except from fn itself, which must not call it (that would
+ * wait for itself). Events of calls running at the same time go to either
+ * hook.
+ * @return 0, or ROWLOCK_EINVALID (c NULL, or fn set and min_level not one of
+ *   ROWLOCK_LOG_DEBUG..ROWLOCK_LOG_ERROR). No round trip.
+ */
+ROWLOCK_EXTERN int rowlock_client_set_log(rowlock_client *c, int min_level, rowlock_log_fn fn, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Administration (what the rowlock and rowlock-reaper tools use)            */

@@ -163,6 +163,8 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         const int64_t took_us = rowlock__now_us() - t0;
         if (rc == ROWLOCK_EBUSY) {
             rc = 0; /* a row held by a live statement: try again next batch */
+            ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_INFO, BUSY_RETRY, RL_EVX(.db_errno = c->db_errno, .waited_us = 1000),
+                                "reap: a batch was rolled back (MySQL error %u), retry in 0.001 s", c->db_errno);
             rowlock__sleep_us(1000);
             continue;
         }

@@ -18,11 +18,15 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
         return ROWLOCK_ENOMEM;
     rowlock__clear_error(c);
     rowlock__strlcpy(c->table, ROWLOCK_TABLE_DEFAULT, sizeof c->table);
+    rowlock__log_init(&c->log_own);
+    c->log = &c->log_own;
+    c->conn_role = "connection";
 
     /* Owner: 128 random bits make it unique and unguessable; host and pid
      * are only there for humans reading `rowlock status`. */
     unsigned char rnd[16];
     if (rowlock__random_bytes(rnd, sizeof rnd) || rowlock__random_bytes(&c->rng, sizeof c->rng)) {
+        rowlock__log_destroy(&c->log_own);
         free(c);
         return ROWLOCK_EDB;
     }
@@ -297,6 +301,9 @@ int rowlock__client_clone(rowlock_client **out, const rowlock_client *c)
     if (k == NULL)
         return ROWLOCK_ENOMEM;
     rowlock__clear_error(k);
+    rowlock__log_init(&k->log_own);
+    k->log = c->log; /* the copy reports to its parent's hook */
+    k->conn_role = c->conn_role;
     memcpy(k->table, c->table, sizeof k->table);
     memcpy(k->owner, c->owner, sizeof k->owner);
     k->owner_len = c->owner_len;
@@ -351,6 +358,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
     rowlock__strategy_client_free(c);
     rowlock__db_close(c);
     free_settings(c);
+    rowlock__log_destroy(&c->log_own);
     free(c);
 }
 
@@ -362,6 +370,11 @@ ROWLOCK_EXTERN const char *rowlock_client_errmsg(const rowlock_client *c)
 ROWLOCK_EXTERN unsigned int rowlock_client_db_errno(const rowlock_client *c)
 {
     return c ? c->db_errno : 0;
+}
+
+ROWLOCK_EXTERN int rowlock_client_conn_lost(const rowlock_client *c)
+{
+    return c != NULL && c->db_errno != 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN;
 }
 
 ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c)

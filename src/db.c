@@ -224,6 +224,11 @@ static int capture(rowlock_client *c, const char *what, unsigned int err, const 
     rowlock__dbclass cls = rowlock__db_classify(err);
     if (cls == ROWLOCK__DB_CONN && c->owns_mysql) {
         /* The session is gone: its statements, transaction and row locks too. */
+        if (c->connected) {
+            c->conn_lost_us = rowlock__now_us();
+            ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_WARN, DISCONNECTED, RL_EVX(.code = ROWLOCK_EDB, .db_errno = err),
+                                "%s lost (%s: MySQL error %u): the next statement reconnects", c->conn_role, what, err);
+        }
         c->connected = 0;
     }
     int code = cls == ROWLOCK__DB_BUSY ? ROWLOCK_EBUSY : cls == ROWLOCK__DB_SCHEMA ? ROWLOCK_ESCHEMA : ROWLOCK_EDB;
@@ -644,8 +649,17 @@ static int ensure_connected(rowlock_client *c, const char *what)
     /* Our own connection was lost earlier: a new session (any for-update
      * transaction died with the old one; lease locks live in rows). */
     int rc = rowlock__db_connect(c);
-    if (rc)
-        return rowlock__fail(c, rc, "%s: reconnect failed: %s", what, c->errmsg);
+    int64_t down_us = c->conn_lost_us ? rowlock__now_us() - c->conn_lost_us : 0;
+    if (rc) {
+        rc = rowlock__fail(c, rc, "%s: reconnect failed: %s", what, c->errmsg);
+        ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_WARN, RECONNECT_FAILED, RL_EVX(.code = rc, .db_errno = c->db_errno),
+                            "%s: %s", c->conn_role, c->errmsg);
+        return rc;
+    }
+    c->conn_lost_us = 0;
+    ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_INFO, RECONNECTED, RL_EVX(.elapsed_us = down_us),
+                        "%s reconnected (session %lu) after %.3f s", c->conn_role, rowlock__db_thread_id(c),
+                        (double)down_us / 1e6);
     return 0;
 }
 

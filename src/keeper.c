@@ -91,7 +91,28 @@ struct rowlock__keeper {
     rowlock__kept *head;
     rowlock__kept *dead;     /* unlinked entries whose shadows the renewer frees */
     uint64_t rng;
+    rowlock__logsink *log;   /* the application client's logging hook */
 };
+
+/* An event of a kept lock (mutex held: the entry and its handle are alive). */
+#define KEEP_LOG(k, e, level, kind, x, ...)                                                                   \
+    do {                                                                                                     \
+        if (rowlock__log_on((k)->log, (level)))                                                              \
+            rowlock__log_emit((k)->log, (level), ROWLOCK_EVENT_##kind, (e)->name, (e)->strategy, (e)->token,  \
+                              (x), __VA_ARGS__);                                                             \
+    } while (0)
+
+static const char *const state_names[] = { "none", "held", "unknown", "lost" };
+
+/* The entry's state just changed to e->st.state: tell the hook. */
+static void state_event(rowlock__keeper *k, rowlock__kept *e)
+{
+    rowlock_keep_state to = e->st.state;
+    int level = to == ROWLOCK_KEEP_LOST ? ROWLOCK_LOG_ERROR : to == ROWLOCK_KEEP_UNKNOWN ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO;
+    KEEP_LOG(k, e, level, KEEP_STATE, RL_EVX(.code = e->st.code, .keep_state = to), "%s (%s): keeper: %s%s%s",
+             e->lock->shown, rowlock_strategy_name(e->strategy), state_names[to], e->st.reason[0] ? ": " : "",
+             e->st.reason);
+}
 
 ROWLOCK_EXTERN int64_t rowlock_monotonic_us(void)
 {
@@ -133,7 +154,7 @@ static void set_reason(rowlock__kept *e, const char *prefix, const char *detail)
 }
 
 /* Called with the mutex held: the entry's state after `now`. */
-static void refresh(rowlock__kept *e, int64_t now)
+static void refresh(rowlock__keeper *k, rowlock__kept *e, int64_t now)
 {
     if (e->st.state == ROWLOCK_KEEP_LOST) {
         e->st.safe_until_us = 0;
@@ -147,6 +168,7 @@ static void refresh(rowlock__kept *e, int64_t now)
         e->st.state = ROWLOCK_KEEP_UNKNOWN;
         e->st.code = ROWLOCK_EDB;
         set_reason(e, "", "no renewal confirmed in time (the server does not answer, or the row is locked)");
+        state_event(k, e);
     }
     if (e->safe_until == INT64_MAX)
         e->st.safe_ms = INT64_MAX / 1000;
@@ -165,7 +187,7 @@ static void notify(rowlock__keeper *k, rowlock__kept *e)
     e->notified = 1;
     if (e->fn == NULL)
         return;
-    refresh(e, rowlock__now_us());
+    refresh(k, e, rowlock__now_us());
     rowlock_keep_info snap = e->st;
     e->busy++;
     pthread_mutex_unlock(&k->mu);
@@ -181,6 +203,7 @@ static void mark_lost(rowlock__keeper *k, rowlock__kept *e, int code, const char
     e->st.code = code;
     e->safe_until = 0;
     set_reason(e, prefix, detail);
+    state_event(k, e);
     wake(k); /* the watcher runs the callback */
 }
 
@@ -217,11 +240,14 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     if (e->st.state == ROWLOCK_KEEP_LOST)
         return; /* the application learned of the loss meanwhile */
     if (rc == 0) {
+        int was = e->st.state;
         e->st.renewals++;
         e->attempt = 0;
         e->st.state = ROWLOCK_KEEP_HELD;
         e->st.code = 0;
         e->st.reason[0] = '\0';
+        if (was != ROWLOCK_KEEP_HELD)
+            state_event(k, e);
         if (sent + lease_ms * 1000 - drift_us(lease_ms) > e->safe_until)
             e->safe_until = sent + lease_ms * 1000 - drift_us(lease_ms);
         e->next_us = sent + e->interval_us;
@@ -235,12 +261,19 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     }
     /* Transient (EDB, EBUSY: a lock wait, a lost connection the next call
      * reconnects, ENOMEM): retry with backoff while the lease lasts. */
+    int was = e->st.state;
     e->st.state = ROWLOCK_KEEP_UNKNOWN;
     e->st.code = rc;
     set_reason(e, "renewal failed, retrying: ", msg);
-    e->next_us = done + rowlock__backoff_us(e->attempt < 16 ? e->attempt : 16, KEEP_RETRY_BASE_US,
-                                            KEEP_RETRY_CAP_US, rowlock__rand32(&k->rng));
+    int64_t pause = rowlock__backoff_us(e->attempt < 16 ? e->attempt : 16, KEEP_RETRY_BASE_US, KEEP_RETRY_CAP_US,
+                                        rowlock__rand32(&k->rng));
+    e->next_us = done + pause;
     e->attempt++;
+    KEEP_LOG(k, e, ROWLOCK_LOG_WARN, RENEW_RETRY, RL_EVX(.code = rc, .waited_us = pause, .attempt = e->attempt),
+             "%s (%s): renewal %u failed, retry in %.3f s: %s", e->lock->shown, rowlock_strategy_name(e->strategy),
+             e->attempt, (double)pause / 1e6, msg);
+    if (was != ROWLOCK_KEEP_UNKNOWN)
+        state_event(k, e);
 }
 
 /*
@@ -350,6 +383,8 @@ static void *watcher_main(void *arg)
             /* Still ours? Entries may have been removed while we polled. */
             for (rowlock__kept *e = k->head; e; e = e->next) {
                 if (e == who[i] && e->fd == pf[i].fd && e->st.state != ROWLOCK_KEEP_LOST) {
+                    KEEP_LOG(k, e, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = ROWLOCK_ENOTOWNER),
+                             "%s (for-update): the holding session ended", e->lock->shown);
                     mark_lost(k, e, ROWLOCK_ENOTOWNER, "",
                               "the session holding the for-update lock ended (the server closed the "
                               "connection)");
@@ -411,6 +446,7 @@ static int keeper_get(rowlock_client *c, rowlock__keeper **out)
     }
     k->pid = getpid();
     k->rng = c->rng ^ 0x9e3779b97f4a7c15ull;
+    k->log = c->log;
     pthread_condattr_t ca;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->idle, NULL);
@@ -452,6 +488,7 @@ static int keeper_conn(rowlock_client *c, rowlock__keeper *k, const char *shown)
     if (rc == 0) {
         /* Bound every renewal: 1 s for a row lock, 3 s for an answer. */
         kc->init_command = "SET SESSION innodb_lock_wait_timeout = 1";
+        kc->conn_role = "keeper connection";
         kc->read_timeout_ms = kc->write_timeout_ms = 3000;
         if (kc->connect_timeout_ms == 0 || kc->connect_timeout_ms > 3000)
             kc->connect_timeout_ms = 3000;
@@ -600,6 +637,7 @@ void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
             e->st.state = ROWLOCK_KEEP_HELD;
             e->st.code = 0;
             e->st.reason[0] = '\0';
+            state_event(k, e);
         }
     }
     pthread_mutex_unlock(&k->mu);
@@ -617,6 +655,7 @@ void rowlock__keeper_lost(rowlock_lock *l)
         e->st.code = ROWLOCK_ENOTOWNER;
         e->safe_until = 0;
         set_reason(e, "", l->client->errmsg);
+        state_event(k, e);
     }
     pthread_mutex_unlock(&k->mu);
 }
@@ -708,7 +747,7 @@ ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info 
     pthread_mutex_lock(&k->mu);
     rowlock__kept *e = find(k, l);
     if (e) {
-        refresh(e, rowlock__now_us());
+        refresh(k, e, rowlock__now_us());
         fresh = e->st;
     } else if (l->keep_error) {
         fresh.state = ROWLOCK_KEEP_UNKNOWN;

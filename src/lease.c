@@ -311,6 +311,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
             rc = ROWLOCK_EBUSY;
         } else {
             L->hint_held = 1; /* the claim statement may take it */
+            l->attempts++;
             rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
         }
         if (rc != ROWLOCK_EBUSY)
@@ -335,6 +336,11 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                 flags |= ROWLOCK__TRY_UNGATED;
                 continue;
             }
+        }
+        if (wait_ms != 0 && !l->waited) {
+            l->waited = 1; /* once per acquire */
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, WAITING, RL_EVX(.attempt = l->attempts), "%s (%s): held, waiting%s%s",
+                              l->shown, l->ops->name, explained ? ": " : "", explained ? why : "");
         }
         if (rowlock__now_us() >= deadline) {
             if (!(flags & ROWLOCK__TRY_HANDED))
@@ -364,8 +370,12 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * held by a session whose lease already ended. */
         int handed = 0;
         int h = head ? head_wait(l, slice_s(deadline), &handed) : hint_call(l, SQL_HINT_WAIT, slice_s(deadline));
-        if (handed)
+        if (handed) {
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
+                              "%s (%s): handed over by its releaser, token %llu", l->shown, l->ops->name,
+                              (unsigned long long)l->token);
             return 0; /* the statement let the head lock go; we hold the hint */
+        }
         if (h == 1) {
             if (head && l->client->lease)
                 ((lease_client *)l->client->lease)->queue_conn = 0; /* not handed: write our queue
@@ -491,13 +501,20 @@ static const char LEASE_ADOPT[] =
  * the statement back without effect, so it is simply run again, a few times,
  * then reported as a database error.
  */
-static int exec_retrying(rowlock_client *c, const char *what, const char *sql, const rowlock__param *p, unsigned np,
+static int exec_retrying(rowlock_lock *l, const char *what, const char *sql, const rowlock__param *p, unsigned np,
                          rowlock__res *res)
 {
+    rowlock_client *c = l->client;
     int rc = ROWLOCK_EBUSY;
     for (unsigned attempt = 0; attempt < 8 && rc == ROWLOCK_EBUSY; attempt++) {
-        if (attempt)
-            rowlock__sleep_us(rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng)));
+        if (attempt) {
+            int64_t pause = rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng));
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, BUSY_RETRY,
+                              RL_EVX(.db_errno = c->db_errno, .waited_us = pause, .attempt = attempt),
+                              "%s %s (%s) rolled back (MySQL error %u), retry %u in %.3f s", what, l->shown,
+                              l->ops->name, c->db_errno, attempt, (double)pause / 1e6);
+            rowlock__sleep_us(pause);
+        }
         rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
     }
     if (rc == ROWLOCK_EBUSY)
@@ -524,7 +541,7 @@ static int lease_release(rowlock_lock *l)
         rowlock__param pp[6] = { RL_STR(L->hint, L->hint_len), RL_STR(l->name, l->name_len),
                                  RL_STR(c->owner, c->owner_len), RL_U64(l->token),
                                  RL_I64(l->ops->id),           RL_STR(L->qname, L->qname_len) };
-        if ((rc = exec_retrying(c, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
+        if ((rc = exec_retrying(l, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
             return rc;
         if (res.affected == 1)
             return 0;
@@ -534,7 +551,7 @@ static int lease_release(rowlock_lock *l)
                             RL_STR(L->hint, L->hint_len),   RL_STR(L->hint, L->hint_len),
                             RL_STR(l->name, l->name_len),   RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token),               RL_I64(l->ops->id) };
-    if ((rc = exec_retrying(c, "release", LEASE_RELEASE, p, 9, &res)))
+    if ((rc = exec_retrying(l, "release", LEASE_RELEASE, p, 9, &res)))
         return rc;
     if (res.affected != 1)
         return rowlock__explain_lost(l, "release");
@@ -581,7 +598,7 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token), RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = exec_retrying(c, "renew", LEASE_RENEW, p, 5, &res);
+    int rc = exec_retrying(l, "renew", LEASE_RENEW, p, 5, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

@@ -141,6 +141,12 @@ static int check_autocommit(rowlock_lock *l, const char *what)
                          what, l->shown, l->ops->name);
 }
 
+/* The release that just ran handed a lease lock to a waiter (lease.c). */
+static int handed_over(const rowlock_lock *l)
+{
+    return (l->ops->flags & ROWLOCK__S_LEASE_ROW) && ROWLOCK__LEASE(l)->handed_over;
+}
+
 /* Backoff between reconnect attempts of a waiting acquire: 50 ms doubling
  * to 2 s (with jitter, so waiters do not return to a restarted server at
  * once). */
@@ -246,8 +252,12 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
     }
     uint64_t before = l->token;
     int64_t sent = rowlock__now_us();
+    l->attempts = 0;
+    l->waited = 0;
     rc = acquire_surviving_restarts(l, wait_ms, lease_ms, sent);
     if (rc == 0) {
+        /* A wait records why its first claims lost (the holder): stale now. */
+        rowlock__clear_error(l->client);
         if (l->held > 0 && l->token != before) {
             /* Our earlier grant had lapsed and this is a new one. */
             l->held = 0;
@@ -259,6 +269,13 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
             l->grant_sent_us = sent;
         }
         rowlock__keeper_granted(l, sent, lease_ms, new_grant);
+        int64_t took = rowlock__now_us() - sent;
+        ROWLOCK__LOG_LOCK(l, new_grant ? ROWLOCK_LOG_INFO : ROWLOCK_LOG_DEBUG, ACQUIRED,
+                          RL_EVX(.waited_us = took, .attempt = l->attempts ? l->attempts : 1),
+                          "%s (%s): %s, token %llu, %s %.3f s (%u claim%s)", l->shown, l->ops->name,
+                          new_grant ? "granted" : "re-entered", (unsigned long long)l->token,
+                          l->waited ? "after waiting" : "in", (double)took / 1e6, l->attempts ? l->attempts : 1,
+                          l->attempts > 1 ? "s" : "");
     }
     return rc;
 }
@@ -284,10 +301,16 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
         rowlock__keeper_granted(l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
+        ROWLOCK__LOG_LOCK(l, l->held == 1 ? ROWLOCK_LOG_INFO : ROWLOCK_LOG_DEBUG, RELEASED,
+                          RL_EVX(.elapsed_us = rowlock__now_us() - l->grant_sent_us),
+                          "%s (%s): token %llu, %s after %.3f s", l->shown, l->ops->name,
+                          (unsigned long long)l->token, l->held > 1 ? "one re-entry released" : handed_over(l) ?
+                          "handed to the next waiter" : "released", (double)(rowlock__now_us() - l->grant_sent_us) / 1e6);
         if (--l->held == 0)
             l->token = 0;
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
         rowlock__keeper_lost(l);
     }
     return rc;
@@ -309,9 +332,13 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
     int64_t sent = rowlock__now_us();
     rc = l->ops->renew(l, lease_ms);
     if (rc == 0) {
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
+                          "%s (%s): token %llu, lease %lld ms (%s)", l->shown, l->ops->name,
+                          (unsigned long long)l->token, (long long)lease_ms, l->client->conn_role);
         rowlock__keeper_renewed(l, sent, lease_ms);
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
         rowlock__keeper_lost(l);
     }
     return rc;

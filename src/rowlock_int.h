@@ -18,6 +18,8 @@
  *   row.c        reading a lock row; messages that explain a refusal
  *   admin.c      list, force release, reap
  *   keeper.c     the lease keeper: renewer and watcher threads per client
+ *   log.c        the logging hook: registration, level and kind names, and
+ *                the one function that builds and delivers an event
  *   strategy_*.c one file per strategy
  *   strategy.c   the one list of strategies (ROWLOCK__STRATEGY_LIST), names,
  *                per-client strategy state
@@ -34,6 +36,7 @@
 #ifndef ROWLOCK_INT_H
 #define ROWLOCK_INT_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -249,6 +252,58 @@ void rowlock__db_abandon(rowlock_client *c);        /* close our descriptor with
 void rowlock__db_thread_init(void);
 void rowlock__db_thread_end(void);
 
+/* ---- log.c ----------------------------------------------------------------- */
+/* Where a client's events go. A clone (the keeper's client) points at its
+ * parent's sink, so one registration covers both. min_level is read with a
+ * relaxed atomic load before anything else: ROWLOCK__LOG_OFF while no hook is
+ * set, so an event without a hook costs a load and a compare. fn and arg are
+ * read and called under the read lock; rowlock_client_set_log() takes the
+ * write lock, so no call to an old hook survives its return. */
+#define ROWLOCK__LOG_OFF 100
+typedef struct rowlock__logsink {
+    int min_level; /* atomic */
+    pthread_rwlock_t rw;
+    rowlock_log_fn fn;
+    void *arg;
+} rowlock__logsink;
+/* What an event carries besides its level, kind, lock and message. */
+typedef struct rowlock__evx {
+    int code;
+    unsigned int db_errno;
+    int64_t waited_us, elapsed_us;
+    unsigned attempt;
+    rowlock_keep_state keep_state;
+} rowlock__evx;
+#define RL_EVX(...) ((rowlock__evx){ __VA_ARGS__ })
+void rowlock__log_init(rowlock__logsink *s);
+void rowlock__log_destroy(rowlock__logsink *s);
+static inline int rowlock__log_on(rowlock__logsink *s, int level)
+{
+    return level >= __atomic_load_n(&s->min_level, __ATOMIC_RELAXED);
+}
+/* Build the event (message printf-style: quote user data with l->shown or
+ * rowlock_escape) and call the hook. Call through the macros below. */
+void rowlock__log_emit(rowlock__logsink *s, int level, rowlock_event_kind kind, const char *name,
+                       rowlock_strategy strategy, uint64_t token, rowlock__evx x, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+/* An event of lock l (name, strategy and token from the handle). */
+#define ROWLOCK__LOG_LOCK(l, level, kind, x, ...)                                                             \
+    do {                                                                                                     \
+        if (rowlock__log_on((l)->client->log, (level)))                                                      \
+            rowlock__log_emit((l)->client->log, (level), ROWLOCK_EVENT_##kind, (l)->name, (l)->ops->id,       \
+                              (l)->token, (x), __VA_ARGS__);                                                 \
+    } while (0)
+/* An event of client c (a connection). */
+#define ROWLOCK__LOG_CLIENT(c, level, kind, x, ...)                                                          \
+    do {                                                                                                     \
+        if (rowlock__log_on((c)->log, (level)))                                                              \
+            rowlock__log_emit((c)->log, (level), ROWLOCK_EVENT_##kind, "", (rowlock_strategy)0, 0, (x),       \
+                              __VA_ARGS__);                                                                  \
+    } while (0)
+
 /* ---- client.c -------------------------------------------------------------- */
 /* The option-file groups a connection reads (Connector/C's three and ours). */
 #define ROWLOCK__GROUP_ROWLOCK 3
@@ -305,6 +360,12 @@ struct rowlock_client {
     /* Run at every connect (MYSQL_INIT_COMMAND): the keeper's connection
      * bounds its lock waits. Static string or NULL. */
     const char *init_command;
+    /* The logging hook (log.c): `log` is &log_own, or the parent's sink for
+     * the keeper's client. conn_role names the connection in events. */
+    rowlock__logsink log_own;
+    rowlock__logsink *log;
+    const char *conn_role;
+    int64_t conn_lost_us; /* monotonic time the connection was found lost, 0 none */
 };
 
 /* A new, unconnected client with c's settings, table and owner identity
@@ -340,6 +401,8 @@ struct rowlock_lock {
     int64_t grant_sent_us;   /* monotonic time the acquire call that made the current grant began */
     int keep_on;             /* rowlock_keep() asked to keep this handle's grants */
     int keep_error;          /* keeping the current grant could not start */
+    unsigned attempts;       /* claims made by the running acquire (events) */
+    int waited;              /* the running acquire found the lock held (events) */
     int claim_uncertain;     /* an acquire lost its connection after its claim
                                 may have committed (lock.c: adopt_leftover) */
     rowlock_keep_options keep;

@@ -160,6 +160,9 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         if (rc == ROWLOCK_EBUSY && wait_ms == ROWLOCK_WAIT_FOREVER) {
             rollback(c);
             created = 0;
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, BUSY_RETRY, RL_EVX(.db_errno = c->db_errno),
+                              "acquire %s (for-update): rolled back (MySQL error %u), waiting again", l->shown,
+                              c->db_errno);
             continue; /* a year-long wait ended, or a deadlock victim: queue again */
         }
         if (rc) {

@@ -47,3 +47,10 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   rowlock_db_test(cli_json TIMEOUT 120)
   set_property(TEST cli_json APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
+
+# --verbose prints the library's events (tests/test_cli_log.sh; issue 18 item 8).
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME cli_log COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_log.sh)
+  rowlock_db_test(cli_log TIMEOUT 120)
+  set_property(TEST cli_log APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()

@@ -359,6 +359,23 @@ static void test_renew__after_the_lock_was_lost_is_enotowner(void **state)
     lost_lock_calls_are_enotowner(1);
 }
 
+/* A wait records the holder's name when its first claim loses; once the
+ * wait succeeds that message is stale and must not be reported as the
+ * client's last error. */
+static void test_wait__a_success_leaves_no_error_message(void **state)
+{
+    (void)state;
+    if (!lease_based())
+        skip(); /* the holder's lease must end by itself */
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "msg-after-wait"), *lb = L(b, "msg-after-wait");
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    assert_rc(rowlock_acquire(lb, 10000, TU_LEASE_LONG), 0, b); /* granted when a's lease ends */
+    assert_string_equal(rowlock_client_errmsg(b), "");
+    assert_int_equal(rowlock_client_db_errno(b), 0);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
 /* ---- wake-up hint (lease strategies) ----------------------------------------------------- */
 
 /* The holder's session holds the hint exactly once while it holds the lock
@@ -1091,6 +1108,7 @@ int main(int argc, char **argv)
         TU_TEST(test_try_acquire__on_a_lock_held_by_another_client_is_busy_at_once),
         TU_TEST(test_wait__succeeds_when_the_holder_releases_and_not_before),
         TU_TEST(test_wait__times_out_within_its_bound),
+        TU_TEST(test_wait__a_success_leaves_no_error_message),
         TU_TEST(test_reentrancy__same_handle_counts_acquisitions_and_keeps_the_token),
         TU_TEST(test_reentrancy__through_a_second_handle_on_the_same_client),
         TU_TEST(test_release__by_a_handle_that_holds_nothing_is_refused),

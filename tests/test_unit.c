@@ -237,6 +237,27 @@ static void test_utf8__refuses_invalid_sequences(void **state)
 
 /* ---- db_classify ---------------------------------------------------------------------- */
 
+/* rowlock_client_conn_lost() answers from the one classification. */
+static void test_conn_lost__follows_db_classify(void **state)
+{
+    (void)state;
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    assert_int_equal(rowlock_client_conn_lost(NULL), 0);
+    assert_int_equal(rowlock_client_conn_lost(c), 0); /* no error */
+    static const unsigned lost[] = { 2002, 2003, 2005, 2006, 2013, 2014, 2055, 1927, 1053, 1184, 1047 };
+    for (size_t i = 0; i < sizeof lost / sizeof lost[0]; i++) {
+        c->db_errno = lost[i];
+        assert_int_equal(rowlock_client_conn_lost(c), 1);
+    }
+    static const unsigned other[] = { 1205, 1213, 1146, 1062, 1045, 1064 };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        c->db_errno = other[i];
+        assert_int_equal(rowlock_client_conn_lost(c), 0);
+    }
+    rowlock_client_free(c);
+}
+
 static void test_db_classify__maps_server_errors(void **state)
 {
     (void)state;
@@ -603,6 +624,7 @@ int main(void)
         cmocka_unit_test(test_utf8__accepts_valid_sequences),
         cmocka_unit_test(test_utf8__refuses_invalid_sequences),
         cmocka_unit_test(test_db_classify__maps_server_errors),
+        cmocka_unit_test(test_conn_lost__follows_db_classify),
         cmocka_unit_test(test_host_list__entries_ports_and_ipv6),
         cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
         cmocka_unit_test(test_table_name_check__refuses_everything_else),

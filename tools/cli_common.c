@@ -819,18 +819,15 @@ int cli_finish_stdout(const char *prog, int code)
     return code;
 }
 
-int cli_conn_lost(const rowlock_client *c)
+/* Called on whichever thread the library reports from (the keeper's too):
+ * one fprintf per event, which stdio makes atomic per call. */
+static void log_line(const rowlock_event *ev, void *arg)
 {
-    switch (rowlock_client_db_errno(c)) {
-    case 2002: /* CR_CONNECTION_ERROR: cannot connect (socket) */
-    case 2003: /* CR_CONN_HOST_ERROR: cannot connect (TCP) */
-    case 2006: /* CR_SERVER_GONE_ERROR */
-    case 2013: /* CR_SERVER_LOST */
-    case 2055: /* CR_SERVER_LOST_EXTENDED */
-    case 1053: /* ER_SERVER_SHUTDOWN */
-    case 1927: /* ER_CONNECTION_KILLED */
-        return 1;
-    default:
-        return 0;
-    }
+    fprintf(stderr, "%s: %s %s: %s\n", (const char *)arg, rowlock_log_level_name(ev->level),
+            rowlock_event_kind_name(ev->kind), ev->message);
+}
+
+int cli_log_to_stderr(rowlock_client *c, const char *prog, int min_level)
+{
+    return rowlock_client_set_log(c, min_level, log_line, (void *)prog);
 }

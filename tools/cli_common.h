@@ -85,9 +85,12 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us);
  * `rowlock migrate` hint for ROWLOCK_ESCHEMA. c may be NULL. */
 void cli_report(const char *prog, const char *what, const rowlock_client *c, int code);
 
-/* The client's last error says its connection is gone or was refused (the
- * server stopped, restarted, or is unreachable): a wait may go on. */
-int cli_conn_lost(const rowlock_client *c);
+/* --verbose: send the library's events at `min_level` and above (ROWLOCK_LOG_*)
+ * to stderr, one line each: "PROG: <level> <kind>: <message>" (kinds and
+ * levels as rowlock_event_kind_name/rowlock_log_level_name name them, so a
+ * script can grep "PROG: info released:"). Returns rowlock_client_set_log's
+ * code. `prog` must outlive the client. */
+int cli_log_to_stderr(rowlock_client *c, const char *prog, int min_level);
 
 /* The exit code for a library error code: CLI_EX_USAGE for ROWLOCK_EINVALID,
  * CLI_EX_CONFIG for ROWLOCK_EUNSUPPORTED, CLI_EX_UNAVAILABLE otherwise. */

@@ -5,7 +5,7 @@
  * deleted, and fencing tokens come from a sequence, so they keep increasing.
  *
  *   rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]
- *                  [--max-seconds S] [--dry-run] [--json] [--quiet]
+ *                  [--max-seconds S] [--dry-run] [--json] [--quiet] [--verbose]
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
@@ -24,6 +24,7 @@ static const char PROG[] = "rowlock-reaper";
 static const char usage[] =
     "Usage: rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]\n"
     "                      [--pause MS|auto] [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
+    "                      [--verbose]\n"
     "\n"
     "Purge stale lock rows: locks whose lease ended more than --grace seconds ago\n"
     "(their holders crashed). Rows are deleted in batches so no statement holds\n"
@@ -41,6 +42,8 @@ static const char usage[] =
     "  --dry-run             report what would be purged, change nothing\n"
     "  --json                print the summary as one JSON object\n"
     "  --quiet               print nothing unless there is an error (not with --json)\n"
+    "  -v, --verbose         report the library's events (retries, reconnects) on stderr,\n"
+    "                        one line each: rowlock-reaper: LEVEL KIND: MESSAGE\n"
     "  -h, --help            show this help\n"
     "  -V, --version         show the version\n"
     "\n";
@@ -49,7 +52,7 @@ static const char usage_tail[] =
     "\nExit status: 0 ok (also when stopped by --max-seconds), 64 usage error,\n"
     "69 database unavailable or schema missing/outdated.\n";
 
-enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_HELP, O_VERSION };
+enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_VERSION };
 
 static const cli_optspec specs[] = {
     { "grace", 0, 1, O_GRACE },
@@ -59,6 +62,7 @@ static const cli_optspec specs[] = {
     { "dry-run", 0, 0, O_DRY_RUN },
     { "json", 0, 0, O_JSON },
     { "quiet", 'q', 0, O_QUIET },
+    { "verbose", 'v', 0, O_VERBOSE },
     { "help", 'h', 0, O_HELP },
     { "version", 'V', 0, O_VERSION },
     { NULL, 0, 0, 0 },
@@ -72,7 +76,7 @@ int main(int argc, char **argv)
     rowlock_reap_stats st;
     cli_optparser p;
     const char *v;
-    int id, rc, ex = 0, json = 0, quiet = 0;
+    int id, rc, ex = 0, json = 0, quiet = 0, verbose = 0;
     double grace_s = 60.0, max_s = 0.0;
     unsigned long long batch = 1000;
     int64_t pause = ROWLOCK_REAP_PAUSE_AUTO;
@@ -115,6 +119,9 @@ int main(int argc, char **argv)
             break;
         case O_QUIET:
             quiet = 1;
+            break;
+        case O_VERBOSE:
+            verbose = 1;
             break;
         case O_GRACE:
             grace_s = cli_parse_seconds(v);
@@ -169,6 +176,11 @@ int main(int argc, char **argv)
         ex = CLI_EX_USAGE;
         goto out;
     }
+    if (verbose && quiet) {
+        fprintf(stderr, "%s: --verbose and --quiet contradict each other\n", PROG);
+        ex = CLI_EX_USAGE;
+        goto out;
+    }
     if (json && quiet) {
         fprintf(stderr, "%s: --json and --quiet contradict each other (--quiet prints nothing)\n",
                 PROG);
@@ -188,6 +200,8 @@ int main(int argc, char **argv)
         ex = rc;
         goto out;
     }
+    if (verbose)
+        (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO);
     memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_OPTIONS_VERSION;
     rc = rowlock_reap(c, &ro, &st);

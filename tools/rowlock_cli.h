@@ -29,6 +29,48 @@ void rl_print_cmd_help(const char *usage);
 extern const char rl_usage_run[];
 int rl_cmd_run(cli_conn *cc, int argc, char **argv);
 
+/*
+ * The options that say how to take a lock, shared by `run` and `lock`: one
+ * list (RL_LOCK_OPTSPECS, spliced into each command's cli_optspec table)
+ * and one parser (rl_lock_opt, rowlock_run.c), so an option added here
+ * applies to both commands. Command-specific options use ids below
+ * RL_LO_FIRST.
+ */
+enum {
+    RL_LO_FIRST = 100,
+    RL_LO_STRATEGY = RL_LO_FIRST, RL_LO_NONBLOCK, RL_LO_WAIT, RL_LO_LEASE, RL_LO_CONFLICT, RL_LO_VERBOSE,
+    RL_LO_HELP
+};
+#define RL_LOCK_OPTSPECS                              \
+    { "strategy", 's', 1, RL_LO_STRATEGY },           \
+    { "nonblock", 'n', 0, RL_LO_NONBLOCK },           \
+    { "nb", 0, 0, RL_LO_NONBLOCK },                   \
+    { "wait", 'w', 1, RL_LO_WAIT },                   \
+    { "timeout", 0, 1, RL_LO_WAIT },                  \
+    { "lease", 'l', 1, RL_LO_LEASE },                 \
+    { "conflict-exit-code", 'E', 1, RL_LO_CONFLICT }, \
+    { "verbose", 0, 0, RL_LO_VERBOSE },               \
+    { "help", 'h', 0, RL_LO_HELP }
+
+typedef struct rl_lock_opts {
+    rowlock_strategy strategy;
+    int64_t wait_ms;   /* ROWLOCK_WAIT_FOREVER (the default), 0, or ms */
+    int64_t lease_ms;
+    int conflict_code;
+    int verbose;
+    int nonblock;
+} rl_lock_opts;
+
+/* The defaults: insert, wait forever, the default lease, conflict exit 1. */
+void rl_lock_opts_init(rl_lock_opts *o);
+/* Apply option `id` (value `val`) of command `cmd` ("run", "lock"). Returns
+ * 1 when the option is one of RL_LOCK_OPTSPECS and was taken, 0 when it is
+ * not (the command's own), CLI_EX_USAGE after printing why the value is
+ * bad, or -1 for --help (printed with `usage`). */
+int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, const char *val);
+/* After the last option: -n beats -w. */
+void rl_lock_opts_done(rl_lock_opts *o);
+
 /* rowlock_admin.c */
 extern const char rl_usage_status[], rl_usage_list[], rl_usage_release[], rl_usage_migrate[];
 int rl_cmd_status(cli_conn *cc, int argc, char **argv);

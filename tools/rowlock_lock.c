@@ -9,15 +9,17 @@
  * a fork). The supervisor keeps none of the caller's descriptors but stderr,
  * connects (a --password prompt still has the terminal), leaves the caller's
  * session (setsid), acquires the lock, reports through a pipe to
- * the front process (which prints the handle and exits), then renews the
- * lease every third of it until one of:
+ * the front process (which prints the handle and exits), then keeps the
+ * lock with the library's lease keeper (rowlock_keep: renewals every third
+ * of the lease on a connection of its own, as for `run`) until one of:
  *   - `rowlock unlock HANDLE`: it releases and answers with the result;
  *   - the watched process exits (the shell that ran `rowlock lock`: its
  *     parent, or --pid PID), seen at once through a pidfd (polling with
  *     kill(pid, 0) every second where pidfd_open is missing): it releases;
  *   - SIGTERM, SIGINT or SIGHUP sent to it: it releases.
- * Lost-lock rules as for `run`: the lock is lost when a renewal says so, or
- * when renewals keep failing until max(1 s, lease/6) before the lease ends
+ * Lost-lock rules as for `run`: the lock is lost when the keeper says so (a
+ * renewal found it gone, or a for-update session ended), or when renewals
+ * keep failing until max(1 s, lease/6) before the keeper's safe-until time
  * (this host's monotonic clock). The supervisor cannot stop the shell's
  * commands: it stops renewing, says so on stderr, answers `unlock --check`
  * with 75 and `unlock` with 75, and stays until unlock or the shell's exit.
@@ -33,7 +35,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -69,7 +70,8 @@ const char rl_usage_lock[] =
     "      --pid=PID                release when process PID exits (default: the parent\n"
     "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
     "                               is not run directly by the script's shell)\n"
-    "      --verbose                the supervisor reports renewals and the release on stderr\n"
+    "      --verbose                the supervisor reports renewals and the release on stderr,\n"
+    "                               and the library's events (rowlock: LEVEL KIND: MESSAGE)\n"
     "      --json                   print one JSON object instead of shell assignments\n"
     "  -h, --help                   show this help\n"
     "\n"
@@ -95,23 +97,13 @@ const char rl_usage_unlock[] =
     "unlocked, or its shell exited); 64 usage error; 75 the lock was lost before\n"
     "unlock (the commands since then ran without it).\n";
 
-enum {
-    LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_JSON,
-    LO_HELP
-};
+/* run's options (the shared list, rowlock_cli.h) plus lock's own. */
+enum { LO_PID = 1, LO_JSON };
 
 static const cli_optspec lock_specs[] = {
-    { "strategy", 's', 1, LO_STRATEGY },
-    { "nonblock", 'n', 0, LO_NONBLOCK },
-    { "nb", 0, 0, LO_NONBLOCK },
-    { "wait", 'w', 1, LO_WAIT },
-    { "timeout", 0, 1, LO_WAIT },
-    { "lease", 'l', 1, LO_LEASE },
-    { "conflict-exit-code", 'E', 1, LO_CONFLICT },
+    RL_LOCK_OPTSPECS,
     { "pid", 0, 1, LO_PID },
-    { "verbose", 0, 0, LO_VERBOSE },
     { "json", 0, 0, LO_JSON },
-    { "help", 'h', 0, LO_HELP },
     { NULL, 0, 0, 0 },
 };
 
@@ -122,7 +114,6 @@ static const cli_optspec unlock_specs[] = {
     { NULL, 0, 0, 0 },
 };
 
-#define RETRY_US 1000000LL
 #define SECRET_HEX 32
 #define HANDLE_MAX 64
 
@@ -244,72 +235,33 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
 {
     cli_optparser p;
     const char *val;
-    int id, nonblock = 0;
+    int id;
+    rl_lock_opts o;
 
     cli_opt_init(&p, PROG, "lock", argc, argv, 1);
     memset(la, 0, sizeof *la);
-    la->strategy = ROWLOCK_STRATEGY_INSERT;
-    la->wait_ms = ROWLOCK_WAIT_FOREVER;
-    la->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
-    la->conflict_code = CLI_EX_CONFLICT;
+    rl_lock_opts_init(&o);
     la->watch = getppid();
 
     while ((id = cli_next_opt(&p, lock_specs, cc, &val)) != CLI_OP_END) {
-        double s;
         unsigned long long u;
-        switch (id) {
-        case CLI_OP_ERR:
+        int rc;
+        if (id == CLI_OP_ERR)
             return CLI_EX_USAGE;
-        case CLI_OP_CONN:
-            break;
-        case LO_HELP:
-            rl_print_cmd_help(rl_usage_lock);
-            return -1;
-        case LO_STRATEGY:
-            if (rowlock_strategy_parse(&la->strategy, val) != 0) {
-                fprintf(stderr, "%s: lock: unknown strategy '%s' (insert, for-update, "
-                                "optimistic)\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            break;
-        case LO_NONBLOCK:
-            nonblock = 1;
-            break;
-        case LO_WAIT:
-            s = cli_parse_seconds(val);
-            if (s < 0) {
-                fprintf(stderr, "%s: lock: --wait: '%s' is not a non-negative number of "
-                                "seconds\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            la->wait_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case LO_LEASE:
-            s = cli_parse_seconds(val);
-            if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
-                fprintf(stderr, "%s: lock: --lease: '%s' is not a number of seconds between 1 "
-                                "and %lld\n", PROG, val, (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
-                return CLI_EX_USAGE;
-            }
-            la->lease_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case LO_CONFLICT:
-            if (cli_parse_uint(val, 0, 255, &u) != 0) {
-                fprintf(stderr, "%s: lock: --conflict-exit-code: '%s' is not an exit status "
-                                "0-255\n", PROG, val);
-                return CLI_EX_USAGE;
-            }
-            la->conflict_code = (int)u;
-            break;
+        if (id == CLI_OP_CONN)
+            continue;
+        rc = rl_lock_opt(&o, "lock", rl_usage_lock, id, val);
+        if (rc == 1)
+            continue;
+        if (rc != 0)
+            return rc; /* CLI_EX_USAGE, or -1 after --help */
+        switch (id) {
         case LO_PID:
             if (cli_parse_uint(val, 1, INT_MAX, &u) != 0 || kill((pid_t)u, 0) != 0) {
-                fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, val);
+                fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, cli_q(val));
                 return CLI_EX_USAGE;
             }
             la->watch = (pid_t)u;
-            break;
-        case LO_VERBOSE:
-            la->verbose = 1;
             break;
         case LO_JSON:
             la->json = 1;
@@ -318,8 +270,12 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
             break;
         }
     }
-    if (nonblock)
-        la->wait_ms = 0;
+    rl_lock_opts_done(&o);
+    la->strategy = o.strategy;
+    la->wait_ms = o.wait_ms;
+    la->lease_ms = o.lease_ms;
+    la->conflict_code = o.conflict_code;
+    la->verbose = o.verbose;
     if (p.i >= argc) {
         fprintf(stderr, "%s: lock: missing lock NAME (see rowlock lock --help)\n", PROG);
         return CLI_EX_USAGE;
@@ -350,6 +306,7 @@ typedef struct sup {
     int lost;
     char lost_msg[400];
     uint64_t token;
+    int wake_fd;      /* write end: the keeper's callback wakes the supervisor */
 } sup;
 
 static void release_now(sup *s, int *code, char *msg, size_t cap)
@@ -427,11 +384,28 @@ static int serve(sup *s, int fd)
     return end;
 }
 
-/* After the grant: renew, answer, watch. Returns the supervisor's exit status. */
-static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
+/* The keeper's callback (keeper thread): only a wake-up; the supervisor
+ * reads the status itself. */
+static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
 {
-    int64_t lease_us = s->la->lease_ms * 1000, interval = lease_us / 3;
-    int64_t margin = lease_us / 6, last_ok = cli_mono_us(), next = last_ok + interval;
+    const sup *s = arg;
+    char b = 1;
+    ssize_t n;
+    (void)l;
+    (void)st;
+    do {
+        n = write(s->wake_fd, &b, 1);
+    } while (n < 0 && errno == EINTR);
+    /* EAGAIN: the pipe is full, the supervisor wakes anyway */
+}
+
+/* After the grant: the library's keeper renews (rowlock_keep, as for `run`);
+ * the supervisor answers, watches, and decides when the lock must be taken
+ * for lost. Returns the supervisor's exit status. */
+static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
+{
+    int64_t lease_us = s->la->lease_ms * 1000, margin = lease_us / 6;
+    uint64_t renewals_seen = 0;
     int code;
     char msg[1024];
 
@@ -440,44 +414,37 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
     if (margin > lease_us / 2)
         margin = lease_us / 2;
     for (;;) {
-        struct pollfd pfd[3];
-        int64_t now = cli_mono_us(), wake;
-        int nfd = 0, timeout_ms, pr, k;
+        struct pollfd pfd[4];
+        int64_t now = cli_mono_us(), wake = -1;
+        int nfd = 0, timeout_ms, pr, k, ipid = -1;
 
-        if (!s->lost && now >= next) {
-            int64_t t0 = now;
-            int rc = rowlock_renew(s->l, s->la->lease_ms);
-            now = cli_mono_us();
-            if (rc == 0) {
-                last_ok = t0;
-                next = t0 + interval;
-                if (s->la->verbose)
-                    fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n",
-                            PROG, s->shown, s->token);
-            } else if (rc == ROWLOCK_EDB || rc == ROWLOCK_ENOMEM) {
-                if (s->la->verbose)
-                    fprintf(stderr, "%s: lock supervisor: renewing '%s' failed: %s (%s); "
-                                    "retrying\n", PROG, s->shown, rowlock_client_errmsg(s->c),
-                            rowlock_error_name(rc));
-                next = now + RETRY_US;
-            } else {
-                snprintf(msg, sizeof msg, "the lock was lost: %s (%s)",
-                         rowlock_client_errmsg(s->c), rowlock_error_name(rc));
-                mark_lost(s, msg);
+        if (!s->lost) {
+            rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+            if (rowlock_keep_status(s->l, &ki) != 0)
+                abort(); /* a valid handle and info: cannot fail */
+            if (s->la->verbose && ki.renewals > renewals_seen) {
+                renewals_seen = ki.renewals;
+                fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n", PROG, s->shown,
+                        s->token);
             }
+            if (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE) {
+                snprintf(msg, sizeof msg, "the lock was lost: %s",
+                         ki.reason[0] ? ki.reason : "the keeper no longer holds it");
+                mark_lost(s, msg);
+            } else if (ki.safe_until_us != INT64_MAX && now >= ki.safe_until_us - margin) {
+                snprintf(msg, sizeof msg, "the lease could not be renewed (%s) and ends in %.1f s",
+                         ki.reason[0] ? ki.reason : "no renewal confirmed",
+                         (double)(ki.safe_until_us - now) / 1e6);
+                mark_lost(s, msg);
+            } else if (ki.safe_until_us != INT64_MAX) {
+                wake = ki.safe_until_us - margin;
+            }
+            if (s->lost && rowlock_keep(s->l, NULL) != 0) { /* stopping never fails */ }
         }
-        if (!s->lost && now >= last_ok + lease_us - margin) {
-            snprintf(msg, sizeof msg, "the lease could not be renewed for %.1f s and ends in "
-                     "%.1f s", (double)(now - last_ok) / 1e6,
-                     (double)(last_ok + lease_us - now) / 1e6);
-            mark_lost(s, msg);
-        }
-
-        wake = -1;
-        if (!s->lost)
-            wake = next < last_ok + lease_us - margin ? next : last_ok + lease_us - margin;
-        if (pidfd < 0 && (wake < 0 || wake > now + 1000000))
-            wake = now + 1000000; /* no pidfd: poll the watched pid every second */
+        /* --verbose reports renewals within a second; without a pidfd the
+         * watched pid is polled every second. */
+        if ((s->la->verbose || pidfd < 0) && (wake < 0 || wake > now + 1000000))
+            wake = now + 1000000;
         if (wake < 0) {
             timeout_ms = -1;
         } else {
@@ -488,7 +455,10 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
         pfd[nfd++].events = POLLIN;
         pfd[nfd].fd = sfd;
         pfd[nfd++].events = POLLIN;
+        pfd[nfd].fd = wfd;
+        pfd[nfd++].events = POLLIN;
         if (pidfd >= 0) {
+            ipid = nfd;
             pfd[nfd].fd = pidfd;
             pfd[nfd++].events = POLLIN;
         }
@@ -501,6 +471,11 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
             if (pidfd < 0 && kill(s->la->watch, 0) != 0 && errno == ESRCH)
                 goto watched_gone;
             continue;
+        }
+        if (pfd[2].revents & POLLIN) {
+            char buf[64];
+            while (read(wfd, buf, sizeof buf) > 0) {
+            } /* the status is read at the top */
         }
         if (pfd[0].revents & POLLIN) {
             int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -523,7 +498,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
                 return 0;
             }
         }
-        if (pidfd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP)))
+        if (ipid >= 0 && (pfd[ipid].revents & (POLLIN | POLLHUP)))
             goto watched_gone;
     }
 watched_gone:
@@ -541,8 +516,9 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     sup s;
     rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
     sigset_t set;
-    int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd;
-    int64_t deadline = 0, io_ms;
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd, wpipe[2] = { -1, -1 };
+    int64_t deadline = 0, io_ms, t_try = 0;
     unsigned char secret[SECRET_HEX / 2];
     char handle[HANDLE_MAX], out[2048], head[16];
     size_t len = 0, k, w;
@@ -606,6 +582,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         ex = rc;
         goto report;
     }
+    if (la->verbose)
+        (void)cli_log_to_stderr(s.c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
     /* Out of the caller's session (after the prompt, which needs its
      * terminal): the terminal's signals are not ours; the front process
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
@@ -630,6 +608,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
             slice = (deadline - cli_mono_us() + 999) / 1000;
             slice = slice > 1000 ? 1000 : slice < 0 ? 0 : slice;
         }
+        t_try = cli_mono_us();
         rc = rowlock_acquire(s.l, slice, la->lease_ms);
         if (rc != ROWLOCK_EBUSY)
             break;
@@ -654,6 +633,36 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         goto report;
     }
     s.token = rowlock_lock_token(s.l);
+
+    /* The library's keeper renews the lease on a connection of its own (or,
+     * for for-update, watches the holding session); its callback wakes the
+     * supervisor through wpipe. */
+    if (pipe2(wpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        fprintf(stderr, "%s: lock: pipe: %s\n", PROG, strerror(errno));
+        ex = CLI_EX_UNAVAILABLE;
+        goto report;
+    }
+    s.wake_fd = wpipe[1];
+    ko.lease_ms = la->lease_ms;
+    ko.on_event = on_keep_event;
+    ko.arg = &s;
+    rc = rowlock_keep(s.l, &ko);
+    if (rc != 0) {
+        cli_report(PROG, "cannot keep the lock", s.c, rc);
+        ex = cli_exit_for(rc);
+        goto report;
+    }
+    if (cli_mono_us() - t_try > 100000) {
+        /* The call that was granted waited: its start is a poor lower bound
+         * for the lease start. Renew once to know exactly (a failure here is
+         * handled like any failed renewal). */
+        rc = rowlock_renew(s.l, la->lease_ms);
+        if (rc != 0 && rc != ROWLOCK_EDB) {
+            cli_report(PROG, "lost the lock right after acquiring it", s.c, rc);
+            ex = CLI_EX_TEMPFAIL;
+            goto report;
+        }
+    }
 
     /* The handle and its socket. */
     rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -728,7 +737,7 @@ report:
     } else if (ex == 0) {
         (void)close(rfd);
         rfd = -1;
-        ex = supervise_lock(&s, lfd, pidfd, sfd);
+        ex = supervise_lock(&s, lfd, pidfd, sfd, wpipe[0]);
     }
     goto out;
 toolong:
@@ -745,6 +754,11 @@ out:
         (void)close(pidfd);
     if (sfd >= 0)
         (void)close(sfd);
+    /* Keeping ends before the pipe its callback writes to is closed. */
+    if (s.l != NULL && rowlock_keep(s.l, NULL) != 0) { /* stopping never fails */ }
+    for (k = 0; k < 2; k++)
+        if (wpipe[k] >= 0)
+            (void)close(wpipe[k]);
     rowlock_lock_free(s.l);
     rowlock_client_free(s.c);
     free(s.shown);

@@ -43,7 +43,8 @@ const char rl_usage_run[] =
     "  -E, --conflict-exit-code=N   exit status when the lock is not acquired (0-255,\n"
     "                               default 1)\n"
     "  -c, --command 'CMD'          (after NAME) run CMD with /bin/sh -c\n"
-    "      --verbose                report acquisition time, token and renewals on stderr\n"
+    "      --verbose                report acquisition time, token and renewals on stderr,\n"
+    "                               and the library's events (rowlock: LEVEL KIND: MESSAGE)\n"
     "  -h, --help                   show this help\n"
     "\n"
     "COMMAND gets ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token of this grant) and\n"
@@ -58,22 +59,79 @@ const char rl_usage_run[] =
     "lost while running; 126 COMMAND not executable; 127 COMMAND not found.\n";
 
 
-enum {
-    RO_STRATEGY = 1, RO_NONBLOCK, RO_WAIT, RO_LEASE, RO_CONFLICT, RO_VERBOSE, RO_HELP
-};
-
+/* run's options are the shared ones (rowlock_cli.h): -c/--command comes
+ * after NAME and is read by parse_run itself. */
 static const cli_optspec run_specs[] = {
-    { "strategy", 's', 1, RO_STRATEGY },
-    { "nonblock", 'n', 0, RO_NONBLOCK },
-    { "nb", 0, 0, RO_NONBLOCK },
-    { "wait", 'w', 1, RO_WAIT },
-    { "timeout", 0, 1, RO_WAIT },
-    { "lease", 'l', 1, RO_LEASE },
-    { "conflict-exit-code", 'E', 1, RO_CONFLICT },
-    { "verbose", 0, 0, RO_VERBOSE },
-    { "help", 'h', 0, RO_HELP },
+    RL_LOCK_OPTSPECS,
     { NULL, 0, 0, 0 },
 };
+
+void rl_lock_opts_init(rl_lock_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = ROWLOCK_STRATEGY_INSERT;
+    o->wait_ms = ROWLOCK_WAIT_FOREVER;
+    o->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
+    o->conflict_code = CLI_EX_CONFLICT;
+}
+
+int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, const char *val)
+{
+    double s;
+    unsigned long long u;
+    switch (id) {
+    case RL_LO_HELP:
+        rl_print_cmd_help(usage);
+        return -1;
+    case RL_LO_STRATEGY:
+        if (rowlock_strategy_parse(&o->strategy, val) != 0) {
+            fprintf(stderr, "%s: %s: unknown strategy '%s' (insert, for-update, optimistic)\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        return 1;
+    case RL_LO_NONBLOCK:
+        o->nonblock = 1;
+        return 1;
+    case RL_LO_WAIT:
+        s = cli_parse_seconds(val);
+        if (s < 0) {
+            fprintf(stderr, "%s: %s: --wait: '%s' is not a non-negative number of seconds\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        o->wait_ms = (int64_t)llround(s * 1000.0);
+        return 1;
+    case RL_LO_LEASE:
+        s = cli_parse_seconds(val);
+        if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
+            fprintf(stderr, "%s: %s: --lease: '%s' is not a number of seconds between 1 and %lld\n", PROG, cmd,
+                    cli_q(val), (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
+            return CLI_EX_USAGE;
+        }
+        o->lease_ms = (int64_t)llround(s * 1000.0);
+        return 1;
+    case RL_LO_CONFLICT:
+        if (cli_parse_uint(val, 0, 255, &u) != 0) {
+            fprintf(stderr, "%s: %s: --conflict-exit-code: '%s' is not an exit status 0-255\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        o->conflict_code = (int)u;
+        return 1;
+    case RL_LO_VERBOSE:
+        o->verbose = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void rl_lock_opts_done(rl_lock_opts *o)
+{
+    if (o->nonblock)
+        o->wait_ms = 0;
+}
 
 /* Signals forwarded to COMMAND. */
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -220,72 +278,27 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
 {
     cli_optparser p;
     const char *val;
-    int id;
-    int nonblock = 0;
+    int id, rc;
+    rl_lock_opts o;
 
     cli_opt_init(&p, PROG, "run", argc, argv, 1);
     memset(ra, 0, sizeof *ra);
-    ra->strategy = ROWLOCK_STRATEGY_INSERT;
-    ra->wait_ms = ROWLOCK_WAIT_FOREVER;
-    ra->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
-    ra->conflict_code = CLI_EX_CONFLICT;
-
+    rl_lock_opts_init(&o);
     while ((id = cli_next_opt(&p, run_specs, cc, &val)) != CLI_OP_END) {
-        double s;
-        unsigned long long u;
-        switch (id) {
-        case CLI_OP_ERR:
+        if (id == CLI_OP_ERR)
             return CLI_EX_USAGE;
-        case CLI_OP_CONN:
-            break;
-        case RO_HELP:
-            rl_print_cmd_help(rl_usage_run);
-            return -1;
-        case RO_STRATEGY:
-            if (rowlock_strategy_parse(&ra->strategy, val) != 0) {
-                fprintf(stderr, "%s: run: unknown strategy '%s' (insert, for-update, optimistic)\n",
-                        PROG, cli_q(val));
-                return CLI_EX_USAGE;
-            }
-            break;
-        case RO_NONBLOCK:
-            nonblock = 1;
-            break;
-        case RO_WAIT:
-            s = cli_parse_seconds(val);
-            if (s < 0) {
-                fprintf(stderr, "%s: run: --wait: '%s' is not a non-negative number of seconds\n",
-                        PROG, cli_q(val));
-                return CLI_EX_USAGE;
-            }
-            ra->wait_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case RO_LEASE:
-            s = cli_parse_seconds(val);
-            if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
-                fprintf(stderr, "%s: run: --lease: '%s' is not a number of seconds between 1 and "
-                                "%lld\n", PROG, val, (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
-                return CLI_EX_USAGE;
-            }
-            ra->lease_ms = (int64_t)llround(s * 1000.0);
-            break;
-        case RO_CONFLICT:
-            if (cli_parse_uint(val, 0, 255, &u) != 0) {
-                fprintf(stderr, "%s: run: --conflict-exit-code: '%s' is not an exit status 0-255\n",
-                        PROG, cli_q(val));
-                return CLI_EX_USAGE;
-            }
-            ra->conflict_code = (int)u;
-            break;
-        case RO_VERBOSE:
-            ra->verbose = 1;
-            break;
-        default:
-            break;
-        }
+        if (id == CLI_OP_CONN)
+            continue;
+        rc = rl_lock_opt(&o, "run", rl_usage_run, id, val); /* run has only shared options */
+        if (rc != 0 && rc != 1)
+            return rc; /* CLI_EX_USAGE, or -1 after --help */
     }
-    if (nonblock)
-        ra->wait_ms = 0;
+    rl_lock_opts_done(&o);
+    ra->strategy = o.strategy;
+    ra->wait_ms = o.wait_ms;
+    ra->lease_ms = o.lease_ms;
+    ra->conflict_code = o.conflict_code;
+    ra->verbose = o.verbose;
 
     if (p.i >= argc) {
         fprintf(stderr, "%s: run: missing lock NAME and COMMAND (see rowlock run --help)\n", PROG);
@@ -626,6 +639,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = rc;
         goto out;
     }
+    if (ra.verbose)
+        (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
 
     lo.strategy = ra.strategy;
     rc = rowlock_lock_new(&l, c, ra.name, &lo);
@@ -657,7 +672,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         rc = rowlock_acquire(l, slice, ra.lease_ms);
         /* A lost connection (a server restart) is waited out like a busy
          * lock: the library reconnects with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && cli_conn_lost(c)))
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && rowlock_client_conn_lost(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
