@@ -170,6 +170,9 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
     lease_client *q = lease_client_of(c);
     if (q == NULL)
         return -1; /* out of memory: wait on the hint alone */
+    if (c->lease_rule == 2)
+        return -1; /* a cluster: the queue is node-local and its hand-off
+                      writes no gen/lease_us (lease_cluster.c) */
     unsigned long conn = rowlock__db_thread_id(c);
     if (q->queue_conn != 0 && q->queue_conn == conn && q->queue_lease_ms == lease_ms &&
         q->queue_strategy == (int)l->ops->id && strcmp(q->queue_name, l->name) == 0)
@@ -548,7 +551,15 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token), RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = exec_retrying(c, "renew", LEASE_RENEW, p, 5, &res);
+    int cluster = 0;
+    int rc = rowlock__cluster_rule(c, &cluster);
+    if (rc)
+        return rc;
+    if (cluster) {
+        rowlock__param pc[6] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3], p[4] };
+        rc = exec_retrying(c, "renew", rowlock__cluster_renew_sql, pc, 6, &res);
+    } else
+        rc = exec_retrying(c, "renew", LEASE_RENEW, p, 5, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

@@ -305,6 +305,10 @@ struct rowlock_client {
     /* Run at every connect (MYSQL_INIT_COMMAND): the keeper's connection
      * bounds its lock waits. Static string or NULL. */
     const char *init_command;
+    /* Which rule judges leases (lease_cluster.c): 0 not known yet, 1 the
+     * server's clock (one server), 2 elapsed time seen by the taker (a
+     * Galera node, wsrep_on). */
+    int lease_rule;
 };
 
 /* A new, unconnected client with c's settings, table and owner identity
@@ -471,6 +475,11 @@ typedef struct rowlock__lease_lock {
     int handed_over;     /* our last release handed the lock to a waiter: the
                             next waiting acquire queues without a claim that
                             could only fail */
+    /* Cluster lease rule (lease_cluster.c): the row's (token, gen) as this
+     * handle last saw it, and since when (monotonic µs, after the read). */
+    int cl_seen;
+    uint64_t cl_token, cl_gen;
+    int64_t cl_since_us;
 } rowlock__lease_lock;
 #define ROWLOCK__LEASE(l) ((rowlock__lease_lock *)(l)->state)
 /* Hooks for a lease strategy's table. */
@@ -524,6 +533,21 @@ void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info);
 void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 
 
+
+/* ---- lease_cluster.c -------------------------------------------------------- */
+/* Rates of monotonic clocks may differ by this much between a holder and a
+ * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
+#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
+#define ROWLOCK__CLUSTER_MARGIN_US 1000
+/* *on = 1 when leases must be judged by the cluster rule (a Galera node, or
+ * ROWLOCK_LEASE_RULE=cluster in the environment, for tests); one query per
+ * client, the first time. */
+int rowlock__cluster_rule(rowlock_client *c, int *on);
+int64_t rowlock__cluster_wait_us(int64_t lease_us);
+/* A lease strategy's attempt under the cluster rule (insert and optimistic). */
+int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
+/* Params: lease µs, lease µs, name, owner, token, strategy. */
+extern const char rowlock__cluster_renew_sql[];
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;

@@ -79,6 +79,9 @@ static const char ACQUIRE[] =
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
+    int cluster = 0, rc0 = rowlock__cluster_rule(c, &cluster);
+    if (rc0 || cluster)
+        return rc0 ? rc0 : rowlock__cluster_attempt(l, lease_ms, remaining_ms, flags);
     rowlock__param p[7] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
                             RL_HINT_TRY(l, flags), RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1) };
     rowlock__res res;

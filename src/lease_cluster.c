@@ -1,0 +1,251 @@
+/*
+ * Lease rows on a Galera cluster: grants, renewals and purges that do not
+ * depend on node clocks agreeing (schema 0003: columns gen and lease_us, the
+ * token floor table).
+ *
+ * On one server, "the lease ended" is `expires_at <= UTC_TIMESTAMP(6)`: one
+ * clock writes and reads expires_at. On a cluster every node writes
+ * expires_at with its own clock and would judge other nodes' leases with it,
+ * so a node whose clock is behind (or ahead) grants a lock that is still
+ * held. Here a taker judges a lease by elapsed time on its own monotonic
+ * clock instead:
+ *
+ *   - every write of a holder (grant, re-entry, renewal) bumps the row's
+ *     `gen` and records the lease it asked for in `lease_us` (the largest
+ *     since its grant);
+ *   - a taker reads the row; when (token, gen) differ from what this handle
+ *     saw last, it notes the time the read came back ("since");
+ *   - it may take a held row only once it has seen (token, gen) unchanged
+ *     for lease_us plus ROWLOCK__CLUSTER_DRIFT_PPM of it plus
+ *     ROWLOCK__CLUSTER_MARGIN_US, and only with a compare-and-set on exactly
+ *     that (token, gen): a renewal committed meanwhile, on any node, makes
+ *     the CAS change nothing (same node) or fail certification (another
+ *     node; 1213: busy).
+ *
+ * Why that is safe: the holder's promise (its safe-until, keeper.c) runs
+ * from *before* it sent the write that produced what the taker saw, for the
+ * lease minus a drift allowance. The taker's "since" is *after* it read that
+ * write, so later; it waits the lease plus a drift allowance. Both are
+ * monotonic clocks on their own machines: only their rates matter (bounded
+ * by the two allowances together, 0.2 % of the lease), never their offsets.
+ * Node clocks matter nowhere (expires_at is still written, for people and
+ * for list/reap surveys).
+ *
+ * The cost: a taker of a row whose holder died waits a whole lease from the
+ * time it first looked (on one server it may take a long-stale row at once);
+ * a try-once caller takes such a row only if the same handle looked at it a
+ * lease earlier. Free rows (released: owner NULL) are taken at once as
+ * before. The waiter queue's hand-off is not used on a cluster (it is node-
+ * local; waiters wait on the hint and poll).
+ *
+ * Tokens: as on one server (row token + 1, the sequence, the node's clock),
+ * and above the token floor, which the reaper raises to the largest token
+ * it deletes in the same transaction. A new row's token thus stays above
+ * every earlier token of its name after a purge, whatever the creating
+ * node's clock says. The floor is read with a share lock: an applier
+ * committing a reaper's purge meanwhile aborts the claim (busy, retry)
+ * instead of letting it see the row gone and the floor not yet raised.
+ *
+ * SQL and round trips (per attempt): CL_READ, then one of CL_CREATE (no row;
+ * + 1 to take the hint), CL_CLAIM (free row, or a held row seen unchanged
+ * for its lease), CL_REENTER (our own live row). Renew: CL_RENEW, 1 round
+ * trip. Release: as on one server (lease.c).
+ * Errors: as the strategies: 1205/1213 (also certification failures and
+ * brute-force aborts) busy; duplicate key on CL_CREATE busy; 1146 ESCHEMA.
+ */
+#include "rowlock_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A new token on a cluster: ROWLOCK__NEW_TOKEN and above the floor. */
+#define CL_NEW_TOKEN                                                                                          \
+    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)),"         \
+    " IFNULL((SELECT f.token + 1 FROM `{{table}}_floor` f WHERE f.id = 1 LOCK IN SHARE MODE), 1))"
+
+static const char SQL_WSREP_ON[] = "/* rowlock:cl-wsrep */ SELECT @@global.wsrep_on";
+
+/* Params: name. The row as a taker needs it; lease_us 0 (a row written
+ * before schema 0003, or by a single server) falls back to the row's own
+ * expires_at - acquired_at, both from the clock of the node that wrote them. */
+static const char CL_READ[] =
+    "/* rowlock:cl-read */ SELECT strategy, IFNULL(owner, ''), owner IS NOT NULL, token, gen,"
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)),"
+    " owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) "
+    "FROM `{{table}}` WHERE name = ?";
+
+/* Params: name, strategy, owner, lease µs, lease µs. */
+static const char CL_CREATE[] =
+    "/* rowlock:cl-create */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "INSERT INTO `{{table}}` (name, strategy, owner, count, token, gen, lease_us, acquired_at, expires_at) "
+    "VALUES (?, ?, ?, 1, LAST_INSERT_ID(" CL_NEW_TOKEN "), 1, ?, UTC_TIMESTAMP(6), "
+    "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+
+/* Params: owner, lease µs, lease µs, name, strategy, token seen, gen seen,
+ * "seen unchanged for its lease" (1/0), RL_HINT_TRY. Rows changed: 1
+ * granted; 0 the row moved on, is held, or the hint's waiter is first. */
+static const char CL_CLAIM[] =
+    "/* rowlock:cl-claim */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " CL_NEW_TOKEN ")),"
+    " gen = gen + 1, lease_us = ?, acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND strategy = ? AND token = ? AND gen = ? AND (owner IS NULL OR ?) AND " ROWLOCK__HINT_TRY;
+
+/* Params: increment, lease µs, lease µs, name, strategy, owner, token, gen. */
+static const char CL_REENTER[] =
+    "/* rowlock:cl-reenter */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "UPDATE `{{table}}` SET count = count + ?, gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "WHERE name = ? AND strategy = ? AND owner = ? AND token = ? AND gen = ?";
+
+/* Params: lease µs, lease µs, name, owner, token, strategy. Rows changed:
+ * 1 renewed, 0 lost. No clock in the condition: a row still naming our
+ * owner and token was taken by nobody (a taker changes the token). */
+const char rowlock__cluster_renew_sql[] =
+    "/* rowlock:cl-renew */ UPDATE `{{table}}` SET gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
+
+int rowlock__cluster_rule(rowlock_client *c, int *on)
+{
+    if (c->lease_rule == 0) {
+        const char *force = getenv("ROWLOCK_LEASE_RULE");
+        if (force && strcmp(force, "cluster") == 0) {
+            c->lease_rule = 2;
+        } else if (force && strcmp(force, "server") == 0) {
+            c->lease_rule = 1;
+        } else {
+            rowlock__col col = { .type = ROWLOCK__T_I64 };
+            rowlock__errsave keep;
+            rowlock__error_save(c, &keep);
+            int rc = rowlock__db_exec(c, "cluster check", SQL_WSREP_ON, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+            if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */) {
+                rowlock__error_restore(c, &keep);
+                col.i = 0;
+                col.is_null = 0;
+            } else if (rc) {
+                return rc;
+            }
+            c->lease_rule = !col.is_null && col.i ? 2 : 1;
+        }
+    }
+    *on = c->lease_rule == 2;
+    return 0;
+}
+
+/* How long a taker must see a held row unchanged, in µs. */
+int64_t rowlock__cluster_wait_us(int64_t lease_us)
+{
+    return lease_us + lease_us / 1000000 * ROWLOCK__CLUSTER_DRIFT_PPM + ROWLOCK__CLUSTER_MARGIN_US;
+}
+
+typedef struct cl_row {
+    int exists;
+    int strategy;
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    int held;
+    uint64_t token, gen;
+    int64_t lease_us;
+    int live_here; /* held and live by this node's clock (our own rows only) */
+} cl_row;
+
+static int cl_read(rowlock_lock *l, cl_row *r)
+{
+    rowlock_client *c = l->client;
+    rowlock__col cols[7];
+    memset(cols, 0, sizeof cols);
+    memset(r, 0, sizeof *r);
+    cols[0].type = ROWLOCK__T_I64;
+    cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = r->owner, .cap = sizeof r->owner };
+    cols[2].type = ROWLOCK__T_I64;
+    cols[3].type = ROWLOCK__T_U64;
+    cols[4].type = ROWLOCK__T_U64;
+    cols[5].type = ROWLOCK__T_I64;
+    cols[6].type = ROWLOCK__T_I64;
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "read lock row", CL_READ, 0, &p, 1, cols, 7, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.rows == 0)
+        return 0;
+    r->exists = 1;
+    r->strategy = (int)cols[0].i;
+    r->held = cols[2].i != 0;
+    r->token = cols[3].u;
+    r->gen = cols[4].u;
+    r->lease_us = cols[5].i;
+    r->live_here = cols[6].i != 0;
+    return 0;
+}
+
+int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
+{
+    rowlock_client *c = l->client;
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    const long waits = remaining_ms == 0 ? 0 : 1000;
+    const int64_t lease_us = lease_ms * 1000;
+    const int sid = (int)l->ops->id;
+    rowlock__res res;
+    cl_row r;
+    int rc = cl_read(l, &r);
+    if (rc)
+        return rc;
+    const int64_t seen_at = rowlock__now_us(); /* after the read came back */
+    if (!r.exists) {
+        rowlock__param p[5] = { RL_STR(l->name, l->name_len), RL_I64(sid), RL_STR(c->owner, c->owner_len),
+                                RL_I64(lease_us), RL_I64(lease_us) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CREATE, waits, p, 5, NULL, 0, NULL, NULL, &res);
+        if (rc == ROWLOCK_EDB && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_DUP)
+            return ROWLOCK_EBUSY; /* another creator won */
+        if (rc)
+            return rc;
+        l->token = res.insert_id;
+        rowlock__hint_take(l); /* a new row: its INSERT took no hint */
+        return 0;
+    }
+    if (r.strategy != sid)
+        return rowlock__explain_busy(l, l->ops->id);
+    if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen) {
+        L->cl_seen = 1;
+        L->cl_token = r.token;
+        L->cl_gen = r.gen;
+        L->cl_since_us = seen_at;
+    }
+    if (r.held && r.live_here && strcmp(r.owner, c->owner) == 0) {
+        /* Our owner's row, live by this node's clock (a lapsed one of ours
+         * is claimed anew below: nobody else judges it by that clock). */
+        rowlock__param p[8] = { RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1),
+                                RL_I64(lease_us),
+                                RL_I64(lease_us),
+                                RL_STR(l->name, l->name_len),
+                                RL_I64(sid),
+                                RL_STR(c->owner, c->owner_len),
+                                RL_U64(r.token),
+                                RL_U64(r.gen) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_REENTER, waits, p, 8, NULL, 0, NULL, NULL, &res);
+        if (rc)
+            return rc;
+        if (res.affected != 1)
+            return ROWLOCK_EBUSY;
+        l->token = r.token;
+        return 0;
+    }
+    int ended = 0;
+    if (r.held) {
+        ended = strcmp(r.owner, c->owner) == 0 ||
+                seen_at - L->cl_since_us >= rowlock__cluster_wait_us(r.lease_us);
+        if (!ended)
+            return ROWLOCK_EBUSY;
+    }
+    rowlock__param p[12] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_us), RL_I64(lease_us),
+                             RL_STR(l->name, l->name_len), RL_I64(sid), RL_U64(r.token), RL_U64(r.gen),
+                             RL_I64(ended), RL_HINT_TRY(l, flags) };
+    rc = rowlock__db_exec(c, "acquire (cluster)", CL_CLAIM, waits, p, 11, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return ROWLOCK_EBUSY;
+    l->token = res.insert_id;
+    L->cl_seen = 0;
+    return 0;
+}
