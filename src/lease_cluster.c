@@ -249,3 +249,219 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
     L->cl_seen = 0;
     return 0;
 }
+
+/*
+ * The reaper on a cluster. Released rows (owner NULL) are purged as on one
+ * server, by expires_at (the release time by the releasing node's clock:
+ * a skewed clock only makes the grace longer or shorter, never unsafe).
+ * A held row whose lease ended is purged only once this client has seen it
+ * unchanged (token, gen) for its lease, across calls of rowlock_reap on the
+ * same client (the reaper daemon): the first call that sees it records it.
+ * Every batch deletes and raises the token floor to the largest deleted
+ * token in one transaction.
+ */
+/* Params: grace µs, batch. */
+static const char CL_REAP_FREE[] =
+    "/* rowlock:cl-reap-free */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}` WHERE owner IS NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
+    "ORDER BY expires_at LIMIT ? RETURNING token";
+/* Params: grace µs, batch. Candidates: held rows stale by this node's clock. */
+static const char CL_REAP_SURVEY[] =
+    "/* rowlock:cl-reap-survey */ SELECT name, token, gen,"
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
+    "FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
+    "ORDER BY expires_at LIMIT ?";
+/* Params: name, token, gen. */
+static const char CL_REAP_ONE[] =
+    "/* rowlock:cl-reap-one */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL RETURNING token";
+/* Params: token. */
+static const char CL_FLOOR_RAISE[] =
+    "/* rowlock:cl-floor */ INSERT INTO `{{table}}_floor` (id, token) VALUES (1, ?) "
+    "ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))";
+
+typedef struct reap_seen {
+    char name[ROWLOCK_NAME_MAX + 1];
+    uint64_t token, gen;
+    int64_t since_us, lease_us;
+    int mark;
+} reap_seen;
+
+typedef struct reap_state {
+    reap_seen *v;
+    size_t n, cap;
+} reap_state;
+
+void rowlock__cluster_client_free(rowlock_client *c)
+{
+    reap_state *s = c->cluster;
+    if (s)
+        free(s->v);
+    free(s);
+    c->cluster = NULL;
+}
+
+struct max_ctx {
+    rowlock__col col;
+    uint64_t max, rows;
+};
+
+static int max_row(void *arg)
+{
+    struct max_ctx *m = arg;
+    if (!m->col.is_null && m->col.u > m->max)
+        m->max = m->col.u;
+    m->rows++;
+    return 0;
+}
+
+/* One delete statement and the floor raise, in one transaction. Returns
+ * 0 (*deleted set), EBUSY (rolled back: try later) or an error. */
+static int delete_raising_floor(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np,
+                                uint64_t *deleted)
+{
+    struct max_ctx m;
+    memset(&m, 0, sizeof m);
+    m.col.type = ROWLOCK__T_U64;
+    *deleted = 0;
+    int rc = rowlock__db_simple(c, "reap: isolation",
+                                "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    if (rc == 0)
+        rc = rowlock__db_simple(c, "reap: begin", "/* rowlock:cl-reap-begin */ START TRANSACTION");
+    if (rc)
+        return rc;
+    rc = rowlock__db_exec(c, "reap: delete", sql, 0, p, np, &m.col, 1, max_row, &m, NULL);
+    if (rc == 0 && m.rows > 0) {
+        rowlock__param pf = RL_U64(m.max);
+        rc = rowlock__db_exec(c, "reap: token floor", CL_FLOOR_RAISE, 0, &pf, 1, NULL, 0, NULL, NULL, NULL);
+    }
+    if (rc == 0)
+        rc = rowlock__db_simple(c, "reap: commit", "/* rowlock:cl-reap-commit */ COMMIT");
+    if (rc) {
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        (void)rowlock__db_simple(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
+        rowlock__error_restore(c, &keep);
+        return rc;
+    }
+    *deleted = m.rows;
+    return 0;
+}
+
+struct survey_ctx {
+    rowlock__col cols[4];
+    char name[ROWLOCK_NAME_MAX + 1];
+    reap_state *s;
+    int64_t now;
+    int oom;
+};
+
+static int survey_row(void *arg)
+{
+    struct survey_ctx *x = arg;
+    reap_state *s = x->s;
+    for (size_t i = 0; i < s->n; i++) {
+        reap_seen *e = &s->v[i];
+        if (strcmp(e->name, x->name) == 0) {
+            if (e->token != x->cols[1].u || e->gen != x->cols[2].u) {
+                e->token = x->cols[1].u;
+                e->gen = x->cols[2].u;
+                e->since_us = x->now;
+            }
+            e->lease_us = x->cols[3].i;
+            e->mark = 1;
+            return 0;
+        }
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        reap_seen *v = realloc(s->v, cap * sizeof *v);
+        if (!v) {
+            x->oom = 1;
+            return 0;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    reap_seen *e = &s->v[s->n++];
+    rowlock__strlcpy(e->name, x->name, sizeof e->name);
+    e->token = x->cols[1].u;
+    e->gen = x->cols[2].u;
+    e->since_us = x->now;
+    e->lease_us = x->cols[3].i;
+    e->mark = 1;
+    return 0;
+}
+
+int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
+                          int64_t start, rowlock_reap_stats *st)
+{
+    reap_state *s = c->cluster;
+    if (s == NULL && (s = c->cluster = calloc(1, sizeof *s)) == NULL)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory");
+    int rc = 0, free_done = dry_run;
+    /* Released rows, in batches. */
+    while (!dry_run) {
+        if (max_us > 0 && rowlock__now_us() - start >= max_us)
+            return 0;
+        rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+        uint64_t n = 0;
+        rc = delete_raising_floor(c, CL_REAP_FREE, p, 2, &n);
+        if (rc == ROWLOCK_EBUSY) {
+            rowlock__sleep_us(1000);
+            continue;
+        }
+        if (rc)
+            return rc;
+        st->batches++;
+        st->purged += n;
+        if (n < batch) {
+            free_done = 1;
+            break;
+        }
+    }
+    /* Held rows whose lease ended by this node's clock: purged once seen
+     * unchanged for their lease (since an earlier call or survey). */
+    struct survey_ctx x;
+    memset(&x, 0, sizeof x);
+    x.s = s;
+    x.cols[0] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.name, .cap = sizeof x.name };
+    x.cols[1].type = ROWLOCK__T_U64;
+    x.cols[2].type = ROWLOCK__T_U64;
+    x.cols[3].type = ROWLOCK__T_I64;
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i].mark = 0;
+    rowlock__param ps[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+    x.now = rowlock__now_us(); /* before the survey: a row first seen now counts from its end */
+    rc = rowlock__db_exec(c, "reap: survey", CL_REAP_SURVEY, 0, ps, 2, x.cols, 4, survey_row, &x, NULL);
+    if (rc)
+        return rc;
+    /* A row first seen in this survey counts from after it came back. */
+    const int64_t after = rowlock__now_us();
+    size_t keep = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        reap_seen *e = &s->v[i];
+        if (!e->mark)
+            continue; /* gone, renewed by its node's clock, or taken: forget it */
+        if (e->since_us == x.now)
+            e->since_us = after;
+        if (!dry_run && after - e->since_us >= rowlock__cluster_wait_us(e->lease_us) &&
+            !(max_us > 0 && after - start >= max_us)) {
+            rowlock__param p[3] = { RL_STR(e->name, strlen(e->name)), RL_U64(e->token), RL_U64(e->gen) };
+            uint64_t n = 0;
+            rc = delete_raising_floor(c, CL_REAP_ONE, p, 3, &n);
+            if (rc && rc != ROWLOCK_EBUSY)
+                return rc;
+            rc = 0;
+            if (n > 0) {
+                st->purged += n;
+                st->batches++;
+                continue;
+            }
+        }
+        s->v[keep++] = *e;
+    }
+    s->n = keep;
+    st->complete = free_done && keep == 0 && !x.oom;
+    return x.oom ? rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory") : 0;
+}

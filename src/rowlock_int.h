@@ -309,6 +309,8 @@ struct rowlock_client {
      * server's clock (one server), 2 elapsed time seen by the taker (a
      * Galera node, wsrep_on). */
     int lease_rule;
+    /* The cluster reaper's record of stale rows (lease_cluster.c). */
+    void *cluster;
 };
 
 /* A new, unconnected client with c's settings, table and owner identity
@@ -548,6 +550,11 @@ int64_t rowlock__cluster_wait_us(int64_t lease_us);
 int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
 /* Params: lease µs, lease µs, name, owner, token, strategy. */
 extern const char rowlock__cluster_renew_sql[];
+/* rowlock_reap's work under the cluster rule (admin.c has checked the
+ * options and made the survey); adds to st. */
+int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
+                          int64_t start, rowlock_reap_stats *st);
+void rowlock__cluster_client_free(rowlock_client *c);
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;
