@@ -18,9 +18,17 @@
 --             on its own monotonic clock, before it may take the row over.
 --             0 on rows written before this migration: takers then use
 --             the row's expires_at - acquired_at (set by one node's clock).
+--   next_owner  a waiter that reserved the next grant (NULL: nobody): a
+--             free row is granted only to it, so waiters on other nodes,
+--             which no wake-up reaches, are not starved by waiters on the
+--             releasing node. A waiter that saw more grants pass while it
+--             waited (next_age) takes the reservation over.
+--   next_age  grants the reserving waiter saw pass while it waited.
 ALTER TABLE `{{table}}`
   ADD COLUMN IF NOT EXISTS gen BIGINT UNSIGNED NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS lease_us BIGINT UNSIGNED NOT NULL DEFAULT 0;
+  ADD COLUMN IF NOT EXISTS lease_us BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  ADD COLUMN IF NOT EXISTS next_owner VARBINARY(190) NULL,
+  ADD COLUMN IF NOT EXISTS next_age INT UNSIGNED NOT NULL DEFAULT 0;
 
 -- The token floor: one row (id 1), at least the token of every lock row the
 -- reaper deleted, written in the reaper's DELETE transaction. On a cluster a

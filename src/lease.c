@@ -412,6 +412,8 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
     int rc = wait_loop(l, wait_ms, lease_ms, attempt);
+    if (l->client->lease_rule == 2)
+        rowlock__cluster_wait_end(l, rc);
     if (rc == 0)
         ROWLOCK__LEASE(l)->strategy_seen = 1; /* a grant proves the row is this strategy's */
     else if (l->held == 0)

@@ -71,7 +71,7 @@ static const char SQL_WSREP_ON[] = "/* rowlock:cl-wsrep */ SELECT @@global.wsrep
 static const char CL_READ[] =
     "/* rowlock:cl-read */ SELECT strategy, IFNULL(owner, ''), owner IS NOT NULL, token, gen,"
     " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)),"
-    " owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) "
+    " owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), IFNULL(next_owner, ''), next_age "
     "FROM `{{table}}` WHERE name = ?";
 
 /* Params: name, strategy, owner, lease µs, lease µs. */
@@ -82,13 +82,28 @@ static const char CL_CREATE[] =
     "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
 
 /* Params: owner, lease µs, lease µs, name, strategy, token seen, gen seen,
- * "seen unchanged for its lease" (1/0), RL_HINT_TRY. Rows changed: 1
- * granted; 0 the row moved on, is held, or the hint's waiter is first. */
+ * "seen unchanged for its lease" (1/0), owner, a reservation seen unused
+ * long enough to be ignored ('' if none), RL_HINT_TRY. Rows changed: 1
+ * granted (and any reservation consumed); 0 the row moved on, is held,
+ * is reserved for another waiter, or the hint's waiter is first. */
 static const char CL_CLAIM[] =
     "/* rowlock:cl-claim */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " CL_NEW_TOKEN ")),"
-    " gen = gen + 1, lease_us = ?, acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND strategy = ? AND token = ? AND gen = ? AND (owner IS NULL OR ?) AND " ROWLOCK__HINT_TRY;
+    " gen = gen + 1, lease_us = ?, acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,"
+    " next_owner = NULL, next_age = 0 "
+    "WHERE name = ? AND strategy = ? AND token = ? AND gen = ? AND (owner IS NULL OR ?)"
+    " AND (next_owner IS NULL OR next_owner = ? OR next_owner = ?) AND " ROWLOCK__HINT_TRY;
+
+/* Params: owner, age, name, strategy, owner, age. Reserve the next grant
+ * for this waiter, unless a waiter that saw as many grants pass holds it. */
+static const char CL_RESERVE[] =
+    "/* rowlock:cl-reserve */ UPDATE `{{table}}` SET next_owner = ?, next_age = ? "
+    "WHERE name = ? AND strategy = ? AND (next_owner IS NULL OR (next_owner <> ? AND next_age < ?))";
+
+/* Params: name, owner. */
+static const char CL_UNRESERVE[] =
+    "/* rowlock:cl-unreserve */ UPDATE `{{table}}` SET next_owner = NULL, next_age = 0 "
+    "WHERE name = ? AND next_owner = ?";
 
 /* Params: increment, lease µs, lease µs, name, strategy, owner, token, gen. */
 static const char CL_REENTER[] =
@@ -146,12 +161,22 @@ typedef struct cl_row {
     uint64_t token, gen;
     int64_t lease_us;
     int live_here; /* held and live by this node's clock (our own rows only) */
+    char next[ROWLOCK_OWNER_MAX + 1]; /* the waiter that reserved the next grant, or "" */
+    unsigned next_age;
 } cl_row;
+
+static uint64_t hash64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
 
 static int cl_read(rowlock_lock *l, cl_row *r)
 {
     rowlock_client *c = l->client;
-    rowlock__col cols[7];
+    rowlock__col cols[9];
     memset(cols, 0, sizeof cols);
     memset(r, 0, sizeof *r);
     cols[0].type = ROWLOCK__T_I64;
@@ -161,9 +186,11 @@ static int cl_read(rowlock_lock *l, cl_row *r)
     cols[4].type = ROWLOCK__T_U64;
     cols[5].type = ROWLOCK__T_I64;
     cols[6].type = ROWLOCK__T_I64;
+    cols[7] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = r->next, .cap = sizeof r->next };
+    cols[8].type = ROWLOCK__T_I64;
     rowlock__param p = RL_STR(l->name, l->name_len);
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "read lock row", CL_READ, 0, &p, 1, cols, 7, NULL, NULL, &res);
+    int rc = rowlock__db_exec(c, "read lock row", CL_READ, 0, &p, 1, cols, 9, NULL, NULL, &res);
     if (rc)
         return rc;
     if (res.rows == 0)
@@ -175,6 +202,7 @@ static int cl_read(rowlock_lock *l, cl_row *r)
     r->gen = cols[4].u;
     r->lease_us = cols[5].i;
     r->live_here = cols[6].i != 0;
+    r->next_age = (unsigned)cols[8].i;
     return 0;
 }
 
@@ -205,12 +233,18 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
     }
     if (r.strategy != sid)
         return rowlock__explain_busy(l, l->ops->id);
-    if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen) {
+    const uint64_t next = r.next[0] ? hash64(r.next) : 0;
+    if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen || r.held != L->cl_held || next != L->cl_next) {
         L->cl_seen = 1;
         L->cl_token = r.token;
         L->cl_gen = r.gen;
+        L->cl_held = r.held;
+        L->cl_next = next;
         L->cl_since_us = seen_at;
     }
+    if (L->cl_age_token != 0 && r.token != L->cl_age_token)
+        L->cl_age++; /* a grant passed while we waited */
+    L->cl_age_token = r.token;
     if (r.held && r.live_here && strcmp(r.owner, c->owner) == 0) {
         /* Our owner's row, live by this node's clock (a lapsed one of ours
          * is claimed anew below: nobody else judges it by that clock). */
@@ -230,24 +264,65 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
         l->token = r.token;
         return 0;
     }
-    int ended = 0;
-    if (r.held) {
-        ended = strcmp(r.owner, c->owner) == 0 ||
-                seen_at - L->cl_since_us >= rowlock__cluster_wait_us(r.lease_us);
-        if (!ended)
-            return ROWLOCK_EBUSY;
+    const int64_t seen_for = seen_at - L->cl_since_us;
+    const int64_t lease_wait = r.held ? rowlock__cluster_wait_us(r.lease_us) : 0;
+    const int ours = strcmp(r.owner, c->owner) == 0;
+    int ended = !r.held || ours || seen_for >= lease_wait;
+    /* A reservation of another waiter holds unless it went unused while
+     * the row stayed as it is for the lease and a grace period. */
+    const int mine = r.next[0] && strcmp(r.next, c->owner) == 0;
+    const int other = r.next[0] && !mine;
+    const int stale = other && seen_for >= lease_wait + ROWLOCK__CLUSTER_RESERVE_GRACE_US;
+    if (ended && (!other || stale)) {
+        unsigned fl = mine ? flags | ROWLOCK__TRY_UNGATED : flags; /* the reserved waiter skips the gate */
+        const char *over = stale ? r.next : "";
+        rowlock__param p[13] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_us), RL_I64(lease_us),
+                                 RL_STR(l->name, l->name_len), RL_I64(sid), RL_U64(r.token), RL_U64(r.gen),
+                                 RL_I64(r.held), RL_STR(c->owner, c->owner_len), RL_STR(over, strlen(over)),
+                                 RL_HINT_TRY(l, fl) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CLAIM, waits, p, 13, NULL, 0, NULL, NULL, &res);
+        if (rc)
+            return rc;
+        if (res.affected == 1) {
+            l->token = res.insert_id;
+            L->cl_seen = 0;
+            L->cl_reserved = 0;
+            return 0;
+        }
     }
-    rowlock__param p[12] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_us), RL_I64(lease_us),
-                             RL_STR(l->name, l->name_len), RL_I64(sid), RL_U64(r.token), RL_U64(r.gen),
-                             RL_I64(ended), RL_HINT_TRY(l, flags) };
-    rc = rowlock__db_exec(c, "acquire (cluster)", CL_CLAIM, waits, p, 11, NULL, 0, NULL, NULL, &res);
-    if (rc)
-        return rc;
-    if (res.affected != 1)
-        return ROWLOCK_EBUSY;
-    l->token = res.insert_id;
-    L->cl_seen = 0;
-    return 0;
+    /* Busy. A waiter reserves the next grant, so that a release on another
+     * node cannot hand the lock round its own node's waiters forever: the
+     * row is granted to the reserving waiter only (one write, only when it
+     * changes the row). */
+    if (remaining_ms != 0 && !mine && (!other || r.next_age < L->cl_age)) {
+        rowlock__param p[6] = { RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age), RL_STR(l->name, l->name_len),
+                                RL_I64(sid), RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age) };
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        rc = rowlock__db_exec(c, "acquire (cluster): reserve", CL_RESERVE, 0, p, 6, NULL, 0, NULL, NULL, &res);
+        if (rc == 0 && res.affected == 1)
+            L->cl_reserved = 1;
+        else if (rc != 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
+            return rc;
+        rowlock__error_restore(c, &keep);
+    }
+    return ROWLOCK_EBUSY;
+}
+
+void rowlock__cluster_wait_end(rowlock_lock *l, int rc)
+{
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    rowlock_client *c = l->client;
+    if (rc != 0 && L->cl_reserved && c->connected) {
+        rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        (void)rowlock__db_exec(c, "acquire (cluster): unreserve", CL_UNRESERVE, 0, p, 2, NULL, 0, NULL, NULL, NULL);
+        rowlock__error_restore(c, &keep);
+    }
+    L->cl_reserved = 0;
+    L->cl_age = 0;
+    L->cl_age_token = 0;
 }
 
 /*

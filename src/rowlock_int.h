@@ -202,7 +202,10 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
  * fu-probe, fu-wsrep, list-held, list-stale, force-release, reap-survey,
  * reap-isolation, reap-delete, schema-version, schema-set-version,
- * migrate-lock, migrate-unlock, migrate): tests, tools/handoff-profile and
+ * migrate-lock, migrate-unlock, migrate; on a cluster: cl-wsrep, cl-read,
+ * cl-create, cl-claim, cl-reenter, cl-renew, cl-reserve, cl-unreserve,
+ * cl-reap-free, cl-reap-survey, cl-reap-one, cl-floor, cl-reap-begin,
+ * cl-reap-commit, cl-reap-rollback): tests, tools/handoff-profile and
  * the processlist name statements by it.
  *
  * rowlock__fault_set(client, tag, nth, kind, value) arms a rule: the nth
@@ -480,8 +483,15 @@ typedef struct rowlock__lease_lock {
     /* Cluster lease rule (lease_cluster.c): the row's (token, gen) as this
      * handle last saw it, and since when (monotonic µs, after the read). */
     int cl_seen;
-    uint64_t cl_token, cl_gen;
+    uint64_t cl_token, cl_gen, cl_next; /* cl_next: hash of the row's next_owner */
+    int cl_held;
     int64_t cl_since_us;
+    /* Fairness across nodes: grants seen pass while this handle waited, the
+     * token they were counted from, and whether it may hold the row's
+     * reservation of the next grant. */
+    unsigned cl_age;
+    uint64_t cl_age_token;
+    int cl_reserved;
 } rowlock__lease_lock;
 #define ROWLOCK__LEASE(l) ((rowlock__lease_lock *)(l)->state)
 /* Hooks for a lease strategy's table. */
@@ -541,6 +551,9 @@ void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
  * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
 #define ROWLOCK__CLUSTER_DRIFT_PPM 1000
 #define ROWLOCK__CLUSTER_MARGIN_US 1000
+/* A reservation of the next grant (fairness) that nobody used while the
+ * row stayed unchanged this long beyond its lease is ignored. */
+#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
 /* *on = 1 when leases must be judged by the cluster rule (a Galera node, or
  * ROWLOCK_LEASE_RULE=cluster in the environment, for tests); one query per
  * client, the first time. */
@@ -550,6 +563,9 @@ int64_t rowlock__cluster_wait_us(int64_t lease_us);
 int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
 /* Params: lease µs, lease µs, name, owner, token, strategy. */
 extern const char rowlock__cluster_renew_sql[];
+/* The end of a wait under the cluster rule (rc: its result): forget the
+ * waiter's age, and give up a reservation it may hold if not granted. */
+void rowlock__cluster_wait_end(rowlock_lock *l, int rc);
 /* rowlock_reap's work under the cluster rule (admin.c has checked the
  * options and made the survey); adds to st. */
 int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
