@@ -366,7 +366,10 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * most 1 s, then the row is tried without the gate: a hint can be
          * held by a session whose lease already ended. */
         int handed = 0;
-        int h = head ? head_wait(l, slice_s(deadline), &handed) : hint_call(l, SQL_HINT_WAIT, slice_s(deadline));
+        double slice = slice_s(deadline);
+        if (l->client->lease_rule == 2 && slice > ROWLOCK__CLUSTER_SLICE_S)
+            slice = ROWLOCK__CLUSTER_SLICE_S; /* the hint is node-local: look at the row often */
+        int h = head ? head_wait(l, slice, &handed) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed)
             return 0; /* the statement let the head lock go; we hold the hint */
         if (h == 1) {

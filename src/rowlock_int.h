@@ -557,6 +557,10 @@ void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 /* A reservation of the next grant (fairness) that nobody used while the
  * row stayed unchanged this long beyond its lease is ignored. */
 #define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
+/* A waiter's longest wait on the (node-local) wake-up hint between looks at
+ * the row on a cluster, in s: a release on another node wakes nobody here,
+ * and a waiter the next grant is reserved for must not sleep through it. */
+#define ROWLOCK__CLUSTER_SLICE_S 0.05
 /* *on = 1 when leases must be judged by the cluster rule (a Galera node, or
  * ROWLOCK_LEASE_RULE=cluster in the environment, for tests); one query per
  * client, the first time. */
