@@ -151,6 +151,13 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         st.complete = 1;
         goto out;
     }
+    int cluster = 0;
+    if ((rc = rowlock__cluster_rule(c, &cluster)))
+        goto out;
+    if (cluster) {
+        rc = rowlock__cluster_reap(c, grace_ms, batch, max_us, 0, start, &st);
+        goto out;
+    }
     for (;;) {
         if (max_us > 0 && rowlock__now_us() - start >= max_us)
             break;

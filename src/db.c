@@ -743,7 +743,7 @@ static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
     }
 }
 
-#define MAX_BIND 12
+#define MAX_BIND 16
 
 int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
                      const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,

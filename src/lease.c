@@ -170,6 +170,9 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
     lease_client *q = lease_client_of(c);
     if (q == NULL)
         return -1; /* out of memory: wait on the hint alone */
+    if (c->lease_rule == 2)
+        return -1; /* a cluster: the queue is node-local and its hand-off
+                      writes no gen/lease_us (lease_cluster.c) */
     unsigned long conn = rowlock__db_thread_id(c);
     if (q->queue_conn != 0 && q->queue_conn == conn && q->queue_lease_ms == lease_ms &&
         q->queue_strategy == (int)l->ops->id && strcmp(q->queue_name, l->name) == 0)
@@ -369,7 +372,10 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * most 1 s, then the row is tried without the gate: a hint can be
          * held by a session whose lease already ended. */
         int handed = 0;
-        int h = head ? head_wait(l, slice_s(deadline), &handed) : hint_call(l, SQL_HINT_WAIT, slice_s(deadline));
+        double slice = slice_s(deadline);
+        if (l->client->lease_rule == 2 && slice > ROWLOCK__CLUSTER_SLICE_S)
+            slice = ROWLOCK__CLUSTER_SLICE_S; /* the hint is node-local: look at the row often */
+        int h = head ? head_wait(l, slice, &handed) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed) {
             ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
                               "%s (%s): handed over by its releaser, token %llu", l->shown, l->ops->name,
@@ -428,6 +434,8 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
     int rc = wait_loop(l, wait_ms, lease_ms, attempt);
+    if (l->client->lease_rule == 2)
+        rowlock__cluster_wait_end(l, rc);
     if (rc == 0)
         ROWLOCK__LEASE(l)->strategy_seen = 1; /* a grant proves the row is this strategy's */
     else if (l->held == 0)
@@ -494,6 +502,17 @@ static const char LEASE_ADOPT[] =
     "/* rowlock:adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1, token = LAST_INSERT_ID(token),"
     " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
+
+/* The same on a Galera cluster (lease_cluster.c): a holder write, so it
+ * bumps gen (a taker watching the row must start over) and records the
+ * lease; no expires_at test (node clocks): the row still naming our owner
+ * means no taker's compare-and-set took it. Params: lease µs, lease µs,
+ * name, owner, strategy. */
+static const char LEASE_ADOPT_CLUSTER[] =
+    "/* rowlock:cl-adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1,"
+    " gen = gen + 1, lease_us = GREATEST(lease_us, ?), token = LAST_INSERT_ID(token),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND strategy = ?";
 
 /*
  * Release and renew must not report "busy": a lock wait timeout or deadlock
@@ -581,7 +600,15 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    int cluster = 0;
+    int rc = rowlock__cluster_rule(c, &cluster);
+    if (rc)
+        return rc;
+    if (cluster) {
+        rowlock__param pc[5] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3] };
+        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT_CLUSTER, 0, pc, 5, NULL, 0, NULL, NULL, &res);
+    } else
+        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT, 0, p, 4, NULL, 0, NULL, NULL, &res);
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
     if (rc)
@@ -598,7 +625,15 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token), RL_I64(l->ops->id) };
     rowlock__res res;
-    int rc = exec_retrying(l, "renew", LEASE_RENEW, p, 5, &res);
+    int cluster = 0;
+    int rc = rowlock__cluster_rule(c, &cluster);
+    if (rc)
+        return rc;
+    if (cluster) {
+        rowlock__param pc[6] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3], p[4] };
+        rc = exec_retrying(l, "renew", rowlock__cluster_renew_sql, pc, 6, &res);
+    } else
+        rc = exec_retrying(l, "renew", LEASE_RENEW, p, 5, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

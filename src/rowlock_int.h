@@ -205,7 +205,10 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
  * fu-probe, fu-wsrep, list-held, list-stale, force-release, reap-survey,
  * reap-isolation, reap-delete, schema-version, schema-set-version,
- * migrate-lock, migrate-unlock, migrate): tests, tools/handoff-profile and
+ * migrate-lock, migrate-unlock, migrate; on a cluster: cl-wsrep, cl-read,
+ * cl-create, cl-claim, cl-reenter, cl-renew, cl-adopt, cl-reserve, cl-unreserve,
+ * cl-reap-free, cl-reap-survey, cl-reap-one, cl-floor, cl-reap-begin,
+ * cl-reap-commit, cl-reap-rollback): tests, tools/handoff-profile and
  * the processlist name statements by it.
  *
  * rowlock__fault_set(client, tag, nth, kind, value) arms a rule: the nth
@@ -366,6 +369,12 @@ struct rowlock_client {
     rowlock__logsink *log;
     const char *conn_role;
     int64_t conn_lost_us; /* monotonic time the connection was found lost, 0 none */
+    /* Which rule judges leases (lease_cluster.c): 0 not known yet, 1 the
+     * server's clock (one server), 2 elapsed time seen by the taker (a
+     * Galera node, wsrep_on). */
+    int lease_rule;
+    /* The cluster reaper's record of stale rows (lease_cluster.c). */
+    void *cluster;
 };
 
 /* A new, unconnected client with c's settings, table and owner identity
@@ -534,6 +543,18 @@ typedef struct rowlock__lease_lock {
     int handed_over;     /* our last release handed the lock to a waiter: the
                             next waiting acquire queues without a claim that
                             could only fail */
+    /* Cluster lease rule (lease_cluster.c): the row's (token, gen) as this
+     * handle last saw it, and since when (monotonic µs, after the read). */
+    int cl_seen;
+    uint64_t cl_token, cl_gen, cl_next; /* cl_next: hash of the row's next_owner */
+    int cl_held;
+    int64_t cl_since_us;
+    /* Fairness across nodes: grants seen pass while this handle waited, the
+     * token they were counted from, and whether it may hold the row's
+     * reservation of the next grant. */
+    unsigned cl_age;
+    uint64_t cl_age_token;
+    int cl_reserved;
 } rowlock__lease_lock;
 #define ROWLOCK__LEASE(l) ((rowlock__lease_lock *)(l)->state)
 /* Hooks for a lease strategy's table. */
@@ -594,6 +615,36 @@ void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info);
 void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 
 
+
+/* ---- lease_cluster.c -------------------------------------------------------- */
+/* Rates of monotonic clocks may differ by this much between a holder and a
+ * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
+#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
+#define ROWLOCK__CLUSTER_MARGIN_US 1000
+/* A reservation of the next grant (fairness) that nobody used while the
+ * row stayed unchanged this long beyond its lease is ignored. */
+#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
+/* A waiter's longest wait on the (node-local) wake-up hint between looks at
+ * the row on a cluster, in s: a release on another node wakes nobody here,
+ * and a waiter the next grant is reserved for must not sleep through it. */
+#define ROWLOCK__CLUSTER_SLICE_S 0.05
+/* *on = 1 when leases must be judged by the cluster rule (a Galera node, or
+ * ROWLOCK_LEASE_RULE=cluster in the environment, for tests); one query per
+ * client, the first time. */
+int rowlock__cluster_rule(rowlock_client *c, int *on);
+int64_t rowlock__cluster_wait_us(int64_t lease_us);
+/* A lease strategy's attempt under the cluster rule (insert and optimistic). */
+int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
+/* Params: lease µs, lease µs, name, owner, token, strategy. */
+extern const char rowlock__cluster_renew_sql[];
+/* The end of a wait under the cluster rule (rc: its result): forget the
+ * waiter's age, and give up a reservation it may hold if not granted. */
+void rowlock__cluster_wait_end(rowlock_lock *l, int rc);
+/* rowlock_reap's work under the cluster rule (admin.c has checked the
+ * options and made the survey); adds to st. */
+int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
+                          int64_t start, rowlock_reap_stats *st);
+void rowlock__cluster_client_free(rowlock_client *c);
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;

@@ -22,8 +22,14 @@
  * Environment (tests/CMakeLists.txt): ROWLOCK_CLUSTER (the script),
  * ROWLOCK_CLUSTER_DIR, ROWLOCK_DEFAULTS_FILE (node 1), ROWLOCK_CLI (rowlock).
  *
- * `test_cluster fairness` (not run by ctest) prints how grants spread over
- * two waiters on each node: a measurement, no assertion.
+ *   - fairness across nodes: two waiters on each node, fewest/most grants per
+ *     waiter >= 0.5;
+ *   - a node whose clock is 5 s behind: no double grant, no lost renewal,
+ *     tokens increasing, also across a reaper purge.
+ *
+ * `test_cluster fairness [seconds]` (not run by ctest) measures six waiters
+ * on one node, then two on each node: grants/s, node changes, fairness,
+ * certification failures and brute-force aborts per grant.
  */
 #include "testutil.h"
 
@@ -122,6 +128,7 @@ typedef struct grant {
 
 typedef struct history {
     rowlock_strategy s;
+    int one_node; /* every worker on node 1 (fairness baseline) */
     int64_t until_us;
     volatile long counter; /* incremented non-atomically inside the lock */
     int n;                 /* grants logged (atomic add) */
@@ -134,7 +141,7 @@ typedef struct history {
 static int mutex_worker(void *arg, int idx)
 {
     history *h = arg;
-    int node = idx % 3 + 1;
+    int node = h->one_node ? 1 : idx % 3 + 1;
     rowlock_client *c = tu_child_client(CNF[node], TABLE);
     rowlock_lock *l = NULL;
     rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
@@ -490,7 +497,8 @@ static void test_strict__migrate_and_locks_under_strict_replication(void **state
                                 T),
                      1);
     assert_true(ok);
-    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT version FROM rowlock_schema WHERE lock_table = '%s'", T), 2);
+    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT version FROM rowlock_schema WHERE lock_table = '%s'", T),
+                     rowlock_schema_version_expected());
 
     /* A hand-off between nodes 1 and 3 on that schema. */
     rowlock_client *a = tu_client_at(CNF[1], T), *b = tu_client_at(CNF[3], T);
@@ -505,32 +513,190 @@ static void test_strict__migrate_and_locks_under_strict_replication(void **state
     set_wsrep_mode("");
 }
 
-/* ---- fairness (measurement only) --------------------------------------------------------- */
+/* ---- a node whose clock is 5 s behind ---------------------------------------------------- */
 
-static int fairness(int seconds)
+/*
+ * One worker per node takes one name with a 1 s lease and hold it for up to
+ * 0.8 s, renewing every 0.25 s, while node 3's clock is 5 s behind. With
+ * leases judged by node clocks, node 3's holders write an expires_at that
+ * nodes 1 and 2 read as 4 s past, and their workers take the lock at once
+ * (ROWLOCK_LEASE_RULE=server plants that rule back). Here: no overlap, no
+ * lost update, tokens increasing, and no holder loses its lock.
+ */
+typedef struct skew_history {
+    history h;
+    int renew_lost; /* renewals that failed (a holder lost its lock) */
+    int node3_grants;
+} skew_history;
+
+static int skew_worker(void *arg, int idx)
+{
+    skew_history *x = arg;
+    history *h = &x->h;
+    int node = idx % 3 + 1;
+    rowlock_client *c = tu_child_client(CNF[node], TABLE);
+    rowlock_lock *l = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    if (c == NULL)
+        return 10;
+    lo.strategy = h->s;
+    if (rowlock_lock_new(&l, c, "skew", &lo) != 0)
+        return 11;
+    unsigned seed = (unsigned)getpid();
+    while (tu_now_us() < h->until_us) {
+        int rc = rowlock_acquire(l, 3000, 1000);
+        if (rc == ROWLOCK_EBUSY)
+            continue;
+        if (rc != 0) {
+            if (__atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) acquire: %s: %s", idx, node,
+                         rowlock_error_name(rc), rowlock_client_errmsg(c));
+            continue;
+        }
+        int64_t t_in = tu_now_us(), hold = 50000 + rand_r(&seed) % 750000, last_renew = t_in;
+        long v = h->counter;
+        while (tu_now_us() - t_in < hold) {
+            usleep(20000);
+            if (tu_now_us() - last_renew >= 250000) {
+                last_renew = tu_now_us();
+                if (rowlock_renew(l, 1000) != 0) {
+                    if (__atomic_fetch_add(&x->renew_lost, 1, __ATOMIC_SEQ_CST) == 0)
+                        fprintf(stderr, "worker %d (node %d) renew: %s\n", idx, node, rowlock_client_errmsg(c));
+                    break;
+                }
+            }
+        }
+        h->counter = v + 1;
+        int64_t t_out = tu_now_us();
+        int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
+        if (i < MAX_GRANTS)
+            h->g[i] = (grant){ idx, rowlock_lock_token(l), t_in, t_out };
+        h->grants_per_worker[idx]++;
+        if (node == 3)
+            __atomic_fetch_add(&x->node3_grants, 1, __ATOMIC_SEQ_CST);
+        rc = rowlock_release(l);
+        if (rc != 0 && rc != ROWLOCK_ENOTOWNER && __atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) release: %s: %s", idx, node,
+                     rowlock_error_name(rc), rowlock_client_errmsg(c));
+        usleep(50000 + rand_r(&seed) % 250000); /* one worker per node: let the others in */
+    }
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void skewed_mutex(rowlock_strategy s, int seconds)
+{
+    skew_history *x = tu_shm(sizeof *x);
+    history *h = &x->h;
+    h->s = s;
+    h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    int status[3];
+    int failed = tu_run_children(3, skew_worker, x, status, (int64_t)(seconds + 60) * 1000);
+    int bad = check_history(h);
+    fprintf(stderr, "%s with node 3 at -5 s: %d grants (%d on node 3) in %d s; per worker:", rowlock_strategy_name(s),
+            h->n, x->node3_grants, seconds);
+    for (int i = 0; i < 3; i++)
+        fprintf(stderr, " %d", h->grants_per_worker[i]);
+    fprintf(stderr, "; double grants/violations %d, renewals lost %d\n", bad, x->renew_lost);
+    if (h->errors)
+        fprintf(stderr, "%d acquire/release errors; first: %s\n", h->errors, h->first_error);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(x->renew_lost, 0);
+    assert_int_equal(h->errors, 0);
+    assert_true(x->node3_grants >= 1);
+    tu_shm_free(x, sizeof *x);
+}
+
+static int clock_skewed; /* node 3 runs on a shifted clock: cl_teardown restarts it */
+
+static void test_clock__a_node_5_s_behind_grants_no_lock_twice(void **state)
+{
+    (void)state;
+    clock_skewed = 1;
+    assert_int_equal(cluster("node-restart 3 --clock-offset -5"), 0);
+    int ok = 0;
+    long long t_1 = tu_sql_int(ROOT[1], &ok, "SELECT UNIX_TIMESTAMP()");
+    long long t_3 = tu_sql_int(ROOT[3], &ok, "SELECT UNIX_TIMESTAMP()");
+    fprintf(stderr, "node 1 clock - node 3 clock: %lld s\n", t_1 - t_3);
+    assert_true(t_1 - t_3 >= 4 && t_1 - t_3 <= 6);
+    skewed_mutex(ROWLOCK_STRATEGY_INSERT, 6);
+    assert_int_equal(tu_sql(CNF[1], 0, "DELETE FROM `%s` WHERE name = 'skew'", TABLE), 0);
+    skewed_mutex(ROWLOCK_STRATEGY_OPTIMISTIC, 6);
+
+    /* Tokens across a purge: granted on node 1, released, purged; the next
+     * grant of the name on node 3 (its clock 5 s behind node 1's tokens)
+     * must still be larger. */
+    for (int s = ROWLOCK_STRATEGY_INSERT; s <= ROWLOCK_STRATEGY_OPTIMISTIC; s += 2) {
+        rowlock_client *a = tu_client_at(CNF[1], TABLE), *b = tu_client_at(CNF[3], TABLE);
+        const char *name = s == ROWLOCK_STRATEGY_INSERT ? "purged-i" : "purged-o";
+        rowlock_lock *la = tu_lock(a, name, (rowlock_strategy)s), *lb = tu_lock(b, name, (rowlock_strategy)s);
+        assert_rc(rowlock_acquire(la, 5000, 5000), 0, a);
+        uint64_t t1 = rowlock_lock_token(la);
+        assert_rc(rowlock_release(la), 0, a);
+        rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+        rowlock_reap_stats st = { .version = ROWLOCK_REAP_OPTIONS_VERSION };
+        ro.grace_ms = 0;
+        usleep(10000);
+        assert_rc(rowlock_reap(a, &ro, &st), 0, a);
+        assert_true(st.purged >= 1);
+        assert_int_equal(tu_sql_int(CNF[3], &ok, "SELECT COUNT(*) FROM `%s` WHERE name = '%s'", TABLE, name), 0);
+        assert_rc(rowlock_acquire(lb, 5000, 5000), 0, b);
+        uint64_t t2 = rowlock_lock_token(lb);
+        fprintf(stderr, "%s: token %llu on node 1, purged, then %llu on node 3\n",
+                rowlock_strategy_name((rowlock_strategy)s), (unsigned long long)t1, (unsigned long long)t2);
+        assert_true(t2 > t1);
+        assert_rc(rowlock_release(lb), 0, b);
+    }
+    assert_int_equal(cluster("node-restart 3"), 0); /* back on the true clock */
+    clock_skewed = 0;
+}
+
+/* ---- fairness across nodes ------------------------------------------------------------------- */
+
+/*
+ * Two workers per node (or, with one_node, all six on node 1) take one name
+ * for `seconds`: prints grants/s, how often the lock changed node, grants
+ * per worker and fewest/most, and Galera's certification failures and
+ * brute-force aborts per grant. Returns fewest/most (0 on a failure).
+ */
+static double fairness(int seconds, int one_node)
 {
     history *h = tu_shm(sizeof *h);
     h->s = ROWLOCK_STRATEGY_INSERT;
     h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    h->one_node = one_node;
     long long cert0 = wsrep_sum("WSREP_LOCAL_CERT_FAILURES"), bf0 = wsrep_sum("WSREP_LOCAL_BF_ABORTS");
     int status[WORKERS];
     int failed = tu_run_children(WORKERS, mutex_worker, h, status, (int64_t)(seconds + 60) * 1000);
+    long long cert = wsrep_sum("WSREP_LOCAL_CERT_FAILURES") - cert0, bf = wsrep_sum("WSREP_LOCAL_BF_ABORTS") - bf0;
     int bad = check_history(h), n = h->n < MAX_GRANTS ? h->n : MAX_GRANTS, switches = 0, lo = 1 << 30, hi = 0;
     for (int i = 1; i < n; i++)
         switches += h->g[i].worker % 3 != h->g[i - 1].worker % 3;
-    printf("fairness (insert, %d s, 2 waiters per node): %d grants, node changes %d; per worker (nodes "
-           "1,2,3,1,2,3):",
-           seconds, h->n, switches);
+    fprintf(stderr, "fairness (insert, %d s, %s): %d grants, %.1f grants/s, node changes %d; per worker:", seconds,
+            one_node ? "6 waiters on node 1" : "2 waiters per node", h->n, (double)h->n / seconds,
+            one_node ? 0 : switches);
     for (int i = 0; i < WORKERS; i++) {
-        printf(" %d", h->grants_per_worker[i]);
+        fprintf(stderr, " %d", h->grants_per_worker[i]);
         lo = h->grants_per_worker[i] < lo ? h->grants_per_worker[i] : lo;
         hi = h->grants_per_worker[i] > hi ? h->grants_per_worker[i] : hi;
     }
-    printf("; fewest/most %.2f; cert failures %lld, bf aborts %lld; double grants %d, errors %d%s%s\n",
-           hi ? (double)lo / hi : 0.0, wsrep_sum("WSREP_LOCAL_CERT_FAILURES") - cert0,
-           wsrep_sum("WSREP_LOCAL_BF_ABORTS") - bf0, bad, h->errors, h->errors ? ": " : "", h->first_error);
+    double f = hi ? (double)lo / hi : 0.0;
+    fprintf(stderr, "; fewest/most %.2f; cert failures %lld (%.2f per grant), bf aborts %lld (%.2f per grant); "
+                    "double grants %d, errors %d%s%s\n",
+            f, cert, h->n ? (double)cert / h->n : 0.0, bf, h->n ? (double)bf / h->n : 0.0, bad, h->errors,
+            h->errors ? ": " : "", h->first_error);
     tu_shm_free(h, sizeof *h);
-    return failed || bad;
+    return failed || bad ? 0.0 : f;
+}
+
+static void test_fairness__two_waiters_on_each_node_share_the_lock(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_sql(CNF[1], 0, "DELETE FROM `%s` WHERE name = 'mutex'", TABLE), 0);
+    double f = fairness(10, 0);
+    assert_true(f >= 0.5);
 }
 
 /* After every test, whatever it did to the cluster: all nodes running (on
@@ -545,6 +711,9 @@ static int cl_teardown(void **state)
             rc = -1;
     }
     kill_dir[0] = '\0';
+    if (clock_skewed && cluster("node-restart 3") != 0)
+        rc = -1;
+    clock_skewed = 0;
     if (cluster_run("status", 1) != 0 && cluster("start") != 0)
         rc = -1;
     for (int n = 1; n <= 3; n++)
@@ -568,6 +737,8 @@ int main(int argc, char **argv)
         CL_TEST(test_failover__a_host_list_skips_a_dead_node),
         CL_TEST(test_failover__a_host_list_skips_a_node_that_is_not_ready),
         CL_TEST(test_strict__migrate_and_locks_under_strict_replication),
+        CL_TEST(test_fairness__two_waiters_on_each_node_share_the_lock),
+        CL_TEST(test_clock__a_node_5_s_behind_grants_no_lock_twice),
     };
     const char *group = argc > 1 ? argv[1] : "main";
     paths();
@@ -578,9 +749,11 @@ int main(int argc, char **argv)
             return 1;
         strcat(TABLE, "_fair");
         tu_table_fresh(CNF[1], TABLE);
-        int rc = fairness(argc > 2 ? atoi(argv[2]) : 15);
+        int seconds = argc > 2 ? atoi(argv[2]) : 15;
+        double f1 = fairness(seconds, 1);
+        double f3 = fairness(seconds, 0);
         rowlock_library_end();
-        return rc;
+        return f1 > 0 && f3 > 0 ? 0 : 1;
     }
     fprintf(stderr, "usage: %s [main [test-filter] | fairness [seconds]]\n", argv[0]);
     return 2;

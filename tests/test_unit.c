@@ -361,7 +361,7 @@ static void test_table_name_check__refuses_everything_else(void **state)
 static void test_table_name_check__refuses_rowlocks_own_objects(void **state)
 {
     (void)state;
-    const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token" };
+    const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token", "locks_floor", "X_Floor" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rowlock__table_name_check(bad[i]) != ROWLOCK__TABLE_RESERVED)
             fail_msg("table name \"%s\" was not refused as reserved", bad[i]);

@@ -40,6 +40,8 @@ int bc_open(bench *b, bclient *c, int st, const char *name, const char *table,
                                             : ROWLOCK_STRATEGY_OPTIMISTIC;
         rowlock_client_options o = b->wopts;
         o.table = table;
+        if (b->cfg.nnodes > 0)
+            o.defaults_file = b->cfg.nodes[id % b->cfg.nnodes];
         rc = rowlock_client_new(&c->rc);
         if (rc == 0)
             rc = rowlock_client_connect(c->rc, &o);

@@ -63,6 +63,10 @@ static void usage(FILE *f)
             "  --reaper-pause MS    pause between reaper DELETEs: auto (default: as long as\n"
             "                       the last one took), 0 (none) or milliseconds\n"
             "  --hold-us N          time each hot holder keeps the lock (default 50)\n"
+            "  --nodes F1,F2,...    option files of Galera nodes (e.g. rowlock-cluster's\n"
+            "                       node1.cnf,...): rowlock clients connect to them in turn,\n"
+            "                       and the certification failures and brute-force aborts of\n"
+            "                       all nodes are reported per grant\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
             "\n"
@@ -134,6 +138,7 @@ static const cli_optspec specs[] = {
     { "reaper-pause", 0, 1, O_REAPER_PAUSE },
     { "rounds", 0, 1, O_ROUNDS },
     { "hold-us", 0, 1, O_HOLD },
+    { "nodes", 0, 1, O_NODES },
     { NULL, 0, 0, 0 },
 };
 
@@ -259,6 +264,30 @@ static int parse_args(bench *b, int argc, char **argv)
             }
             c->rounds = (unsigned)v;
             break;
+        case O_NODES: {
+            char *list = strdup(val), *save = NULL, *tok;
+            if (list == NULL)
+                return CLI_EX_USAGE;
+            c->nnodes = 0;
+            for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (c->nnodes >= MAX_NODES || access(tok, R_OK) != 0) {
+                    size_t w;
+                    char *h = cli_human_str(tok, &w);
+                    fprintf(stderr, "%s: --nodes: '%s' is not a readable option file (at most %d)\n", PROG,
+                            h ? h : "?", MAX_NODES);
+                    free(h);
+                    free(list);
+                    return CLI_EX_USAGE;
+                }
+                c->nodes[c->nnodes++] = strdup(tok);
+            }
+            free(list);
+            if (c->nnodes == 0) {
+                fprintf(stderr, "%s: --nodes: empty list\n", PROG);
+                return CLI_EX_USAGE;
+            }
+            break;
+        }
         case O_HOLD:
             if (cli_parse_uint(val, 0, 1000000, &v) != 0) {
                 fprintf(stderr, "%s: --hold-us: '%s' is not a number in 0-1000000\n", PROG, val);
@@ -299,6 +328,29 @@ static int parse_args(bench *b, int argc, char **argv)
     if (!reaper_set)
         c->reaper_rows = c->quick ? 10000 : 1000000;
     return 0;
+}
+
+/* Galera's certification failures and brute-force aborts, summed over the
+ * --nodes (0 when a node does not answer). */
+static void cluster_counters(bench *b, uint64_t *cert, uint64_t *bf)
+{
+    *cert = *bf = 0;
+    for (unsigned i = 0; i < b->cfg.nnodes; i++) {
+        rowlock_client_options o = b->wopts;
+        char err[400];
+        uint64_t v;
+        o.defaults_file = b->cfg.nodes[i];
+        MYSQL *m = raw_connect(&o, err, sizeof err);
+        if (m == NULL)
+            continue;
+        if (q_u64(m, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = "
+                     "'WSREP_LOCAL_CERT_FAILURES'", 0, &v, err, sizeof err) == 0)
+            *cert += v;
+        if (q_u64(m, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = "
+                     "'WSREP_LOCAL_BF_ABORTS'", 0, &v, err, sizeof err) == 0)
+            *bf += v;
+        mysql_close(m);
+    }
 }
 
 /* ---- setup and teardown ------------------------------------------------------------ */
@@ -435,6 +487,9 @@ int main(int argc, char **argv)
     wd_arm("connecting", 120.0);
     rc = setup(&b);
     wd_disarm();
+    uint64_t cert0 = 0, bf0 = 0;
+    if (rc == 0)
+        cluster_counters(&b, &cert0, &bf0);
     if (rc == 0) {
         if (b.cfg.sc_mask & (1u << SC_UNCONTENDED))
             scenario_simple(&b, SC_UNCONTENDED);
@@ -446,6 +501,16 @@ int main(int argc, char **argv)
             scenario_table_size(&b);
         if (b.cfg.sc_mask & (1u << SC_REAPER))
             scenario_reaper(&b);
+        if (b.cfg.nnodes > 0) {
+            uint64_t cert1 = 0, bf1 = 0, ops = 0;
+            cluster_counters(&b, &cert1, &bf1);
+            for (k = 0; k < b.nres; k++)
+                ops += b.res[k].ops;
+            fprintf(stderr, "%s: %u nodes: %" PRIu64 " grants in all results; certification failures %" PRIu64
+                            " (%.3f per grant), brute-force aborts %" PRIu64 " (%.3f per grant)\n",
+                    PROG, b.cfg.nnodes, ops, cert1 - cert0, ops ? (double)(cert1 - cert0) / (double)ops : 0.0,
+                    bf1 - bf0, ops ? (double)(bf1 - bf0) / (double)ops : 0.0);
+        }
         wd_arm("cleaning up", 600.0);
     }
     teardown(&b);
@@ -477,6 +542,8 @@ int main(int argc, char **argv)
         rc = all_ok ? 0 : 1;
     }
     free(b.res);
+    for (k = 0; k < b.cfg.nnodes; k++)
+        free(b.cfg.nodes[k]);
     cli_conn_free(&b.cc);
     rowlock_library_end();
     fflush(stdout);

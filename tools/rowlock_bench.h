@@ -63,6 +63,7 @@ typedef struct rstmt {
 } rstmt;
 
 #define MAX_HOT 8
+#define MAX_NODES 8
 #define MAX_SIZES 8
 
 typedef struct bench_cfg {
@@ -79,6 +80,10 @@ typedef struct bench_cfg {
     int64_t reaper_pause; /* ms between reaper batches (0: none; ROWLOCK_REAP_PAUSE_AUTO) */
     unsigned hold_us;
     unsigned rounds;
+    /* --nodes: option files of cluster nodes; the library clients of a
+     * measurement connect to them in turn (client i to node i % nnodes). */
+    char *nodes[MAX_NODES];
+    unsigned nnodes;
 } bench_cfg;
 
 typedef struct result {
@@ -211,7 +216,7 @@ typedef struct reap_arg {
 #define RV(r, field) ((r) != NULL ? (r)->field : NAN)
 
 enum {
-    O_QUICK = 1, O_JSON, O_VERBOSE, O_HELP, O_VERSION, O_SCENARIO, O_STRATEGIES, O_SECONDS,
+    O_QUICK = 1, O_NODES, O_JSON, O_VERBOSE, O_HELP, O_VERSION, O_SCENARIO, O_STRATEGIES, O_SECONDS,
     O_CLIENTS, O_MANY, O_ROWS, O_REAPER_ROWS, O_REAPER_BATCH, O_REAPER_PAUSE, O_ROUNDS, O_HOLD
 };
 

@@ -1,0 +1,542 @@
+/*
+ * Lease rows on a Galera cluster: grants, renewals and purges that do not
+ * depend on node clocks agreeing (schema 0003: columns gen and lease_us, the
+ * token floor table).
+ *
+ * On one server, "the lease ended" is `expires_at <= UTC_TIMESTAMP(6)`: one
+ * clock writes and reads expires_at. On a cluster every node writes
+ * expires_at with its own clock and would judge other nodes' leases with it,
+ * so a node whose clock is behind (or ahead) grants a lock that is still
+ * held. Here a taker judges a lease by elapsed time on its own monotonic
+ * clock instead:
+ *
+ *   - every write of a holder (grant, re-entry, renewal) bumps the row's
+ *     `gen` and records the lease it asked for in `lease_us` (the largest
+ *     since its grant);
+ *   - a taker reads the row; when (token, gen) differ from what this handle
+ *     saw last, it notes the time the read came back ("since");
+ *   - it may take a held row only once it has seen (token, gen) unchanged
+ *     for lease_us plus ROWLOCK__CLUSTER_DRIFT_PPM of it plus
+ *     ROWLOCK__CLUSTER_MARGIN_US, and only with a compare-and-set on exactly
+ *     that (token, gen): a renewal committed meanwhile, on any node, makes
+ *     the CAS change nothing (same node) or fail certification (another
+ *     node; 1213: busy).
+ *
+ * Why that is safe: the holder's promise (its safe-until, keeper.c) runs
+ * from *before* it sent the write that produced what the taker saw, for the
+ * lease minus a drift allowance. The taker's "since" is *after* it read that
+ * write, so later; it waits the lease plus a drift allowance. Both are
+ * monotonic clocks on their own machines: only their rates matter (bounded
+ * by the two allowances together, 0.2 % of the lease), never their offsets.
+ * Node clocks matter nowhere (expires_at is still written, for people and
+ * for list/reap surveys).
+ *
+ * The cost: a taker of a row whose holder died waits a whole lease from the
+ * time it first looked (on one server it may take a long-stale row at once);
+ * a try-once caller takes such a row only if the same handle looked at it a
+ * lease earlier. Free rows (released: owner NULL) are taken at once as
+ * before. The waiter queue's hand-off is not used on a cluster (it is node-
+ * local; waiters wait on the hint and poll).
+ *
+ * Tokens: as on one server (row token + 1, the sequence, the node's clock),
+ * and above the token floor, which the reaper raises to the largest token
+ * it deletes in the same transaction. A new row's token thus stays above
+ * every earlier token of its name after a purge, whatever the creating
+ * node's clock says. The floor is read with a share lock: an applier
+ * committing a reaper's purge meanwhile aborts the claim (busy, retry)
+ * instead of letting it see the row gone and the floor not yet raised.
+ *
+ * SQL and round trips (per attempt): CL_READ, then one of CL_CREATE (no row;
+ * + 1 to take the hint), CL_CLAIM (free row, or a held row seen unchanged
+ * for its lease), CL_REENTER (our own live row). Renew: CL_RENEW, 1 round
+ * trip. Release: as on one server (lease.c).
+ * Errors: as the strategies: 1205/1213 (also certification failures and
+ * brute-force aborts) busy; duplicate key on CL_CREATE busy; 1146 ESCHEMA.
+ */
+#include "rowlock_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A new token on a cluster: ROWLOCK__NEW_TOKEN and above the floor. */
+#define CL_NEW_TOKEN                                                                                          \
+    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)),"         \
+    " IFNULL((SELECT f.token + 1 FROM `{{table}}_floor` f WHERE f.id = 1 LOCK IN SHARE MODE), 1))"
+
+static const char SQL_WSREP_ON[] = "/* rowlock:cl-wsrep */ SELECT @@global.wsrep_on";
+
+/* Params: name. The row as a taker needs it; lease_us 0 (a row written
+ * before schema 0003, or by a single server) falls back to the row's own
+ * expires_at - acquired_at, both from the clock of the node that wrote them. */
+static const char CL_READ[] =
+    "/* rowlock:cl-read */ SELECT strategy, IFNULL(owner, ''), owner IS NOT NULL, token, gen,"
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)),"
+    " owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6), IFNULL(next_owner, ''), next_age "
+    "FROM `{{table}}` WHERE name = ?";
+
+/* Params: name, strategy, owner, lease µs, lease µs. */
+static const char CL_CREATE[] =
+    "/* rowlock:cl-create */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "INSERT INTO `{{table}}` (name, strategy, owner, count, token, gen, lease_us, acquired_at, expires_at) "
+    "VALUES (?, ?, ?, 1, LAST_INSERT_ID(" CL_NEW_TOKEN "), 1, ?, UTC_TIMESTAMP(6), "
+    "UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)";
+
+/* Params: owner, lease µs, lease µs, name, strategy, token seen, gen seen,
+ * "seen unchanged for its lease" (1/0), owner, a reservation seen unused
+ * long enough to be ignored ('' if none), RL_HINT_TRY. Rows changed: 1
+ * granted (and any reservation consumed); 0 the row moved on, is held,
+ * is reserved for another waiter, or the hint's waiter is first. */
+static const char CL_CLAIM[] =
+    "/* rowlock:cl-claim */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "UPDATE `{{table}}` SET owner = ?, count = 1, token = LAST_INSERT_ID(GREATEST(token + 1, " CL_NEW_TOKEN ")),"
+    " gen = gen + 1, lease_us = ?, acquired_at = UTC_TIMESTAMP(6), expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,"
+    " next_owner = NULL, next_age = 0 "
+    "WHERE name = ? AND strategy = ? AND token = ? AND gen = ? AND (owner IS NULL OR ?)"
+    " AND (next_owner IS NULL OR next_owner = ? OR next_owner = ?) AND " ROWLOCK__HINT_TRY;
+
+/* Params: owner, age, name, strategy, owner, age. Reserve the next grant
+ * for this waiter, unless a waiter that saw as many grants pass holds it. */
+static const char CL_RESERVE[] =
+    "/* rowlock:cl-reserve */ UPDATE `{{table}}` SET next_owner = ?, next_age = ? "
+    "WHERE name = ? AND strategy = ? AND (next_owner IS NULL OR (next_owner <> ? AND next_age < ?))";
+
+/* Params: name, owner. */
+static const char CL_UNRESERVE[] =
+    "/* rowlock:cl-unreserve */ UPDATE `{{table}}` SET next_owner = NULL, next_age = 0 "
+    "WHERE name = ? AND next_owner = ?";
+
+/* Params: increment, lease µs, lease µs, name, strategy, owner, token, gen. */
+static const char CL_REENTER[] =
+    "/* rowlock:cl-reenter */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "UPDATE `{{table}}` SET count = count + ?, gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "WHERE name = ? AND strategy = ? AND owner = ? AND token = ? AND gen = ?";
+
+/* Params: lease µs, lease µs, name, owner, token, strategy. Rows changed:
+ * 1 renewed, 0 lost. No clock in the condition: a row still naming our
+ * owner and token was taken by nobody (a taker changes the token). */
+const char rowlock__cluster_renew_sql[] =
+    "/* rowlock:cl-renew */ UPDATE `{{table}}` SET gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
+
+int rowlock__cluster_rule(rowlock_client *c, int *on)
+{
+    if (c->lease_rule == 0) {
+        const char *force = getenv("ROWLOCK_LEASE_RULE");
+        if (force && strcmp(force, "cluster") == 0) {
+            c->lease_rule = 2;
+        } else if (force && strcmp(force, "server") == 0) {
+            c->lease_rule = 1;
+        } else {
+            rowlock__col col = { .type = ROWLOCK__T_I64 };
+            rowlock__errsave keep;
+            rowlock__error_save(c, &keep);
+            int rc = rowlock__db_exec(c, "cluster check", SQL_WSREP_ON, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+            if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */) {
+                rowlock__error_restore(c, &keep);
+                col.i = 0;
+                col.is_null = 0;
+            } else if (rc) {
+                return rc;
+            }
+            c->lease_rule = !col.is_null && col.i ? 2 : 1;
+        }
+    }
+    *on = c->lease_rule == 2;
+    return 0;
+}
+
+/* How long a taker must see a held row unchanged, in µs. */
+int64_t rowlock__cluster_wait_us(int64_t lease_us)
+{
+    return lease_us + lease_us / 1000000 * ROWLOCK__CLUSTER_DRIFT_PPM + ROWLOCK__CLUSTER_MARGIN_US;
+}
+
+typedef struct cl_row {
+    int exists;
+    int strategy;
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    int held;
+    uint64_t token, gen;
+    int64_t lease_us;
+    int live_here; /* held and live by this node's clock (our own rows only) */
+    char next[ROWLOCK_OWNER_MAX + 1]; /* the waiter that reserved the next grant, or "" */
+    unsigned next_age;
+} cl_row;
+
+static uint64_t hash64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+static int cl_read(rowlock_lock *l, cl_row *r)
+{
+    rowlock_client *c = l->client;
+    rowlock__col cols[9];
+    memset(cols, 0, sizeof cols);
+    memset(r, 0, sizeof *r);
+    cols[0].type = ROWLOCK__T_I64;
+    cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = r->owner, .cap = sizeof r->owner };
+    cols[2].type = ROWLOCK__T_I64;
+    cols[3].type = ROWLOCK__T_U64;
+    cols[4].type = ROWLOCK__T_U64;
+    cols[5].type = ROWLOCK__T_I64;
+    cols[6].type = ROWLOCK__T_I64;
+    cols[7] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = r->next, .cap = sizeof r->next };
+    cols[8].type = ROWLOCK__T_I64;
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "read lock row", CL_READ, 0, &p, 1, cols, 9, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.rows == 0)
+        return 0;
+    r->exists = 1;
+    r->strategy = (int)cols[0].i;
+    r->held = cols[2].i != 0;
+    r->token = cols[3].u;
+    r->gen = cols[4].u;
+    r->lease_us = cols[5].i;
+    r->live_here = cols[6].i != 0;
+    r->next_age = (unsigned)cols[8].i;
+    return 0;
+}
+
+int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
+{
+    rowlock_client *c = l->client;
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    const long waits = remaining_ms == 0 ? 0 : 1000;
+    const int64_t lease_us = lease_ms * 1000;
+    const int sid = (int)l->ops->id;
+    rowlock__res res;
+    cl_row r;
+    int rc = cl_read(l, &r);
+    if (rc)
+        return rc;
+    const int64_t seen_at = rowlock__now_us(); /* after the read came back */
+    if (!r.exists) {
+        rowlock__param p[5] = { RL_STR(l->name, l->name_len), RL_I64(sid), RL_STR(c->owner, c->owner_len),
+                                RL_I64(lease_us), RL_I64(lease_us) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CREATE, waits, p, 5, NULL, 0, NULL, NULL, &res);
+        if (rc == ROWLOCK_EDB && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_DUP)
+            return ROWLOCK_EBUSY; /* another creator won */
+        if (rc)
+            return rc;
+        l->token = res.insert_id;
+        rowlock__hint_take(l); /* a new row: its INSERT took no hint */
+        return 0;
+    }
+    if (r.strategy != sid)
+        return rowlock__explain_busy(l, l->ops->id);
+    const uint64_t next = r.next[0] ? hash64(r.next) : 0;
+    if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen || r.held != L->cl_held || next != L->cl_next) {
+        L->cl_seen = 1;
+        L->cl_token = r.token;
+        L->cl_gen = r.gen;
+        L->cl_held = r.held;
+        L->cl_next = next;
+        L->cl_since_us = seen_at;
+    }
+    if (L->cl_age_token != 0 && r.token != L->cl_age_token)
+        L->cl_age++; /* a grant passed while we waited */
+    L->cl_age_token = r.token;
+    if (r.held && r.live_here && strcmp(r.owner, c->owner) == 0) {
+        /* Our owner's row, live by this node's clock (a lapsed one of ours
+         * is claimed anew below: nobody else judges it by that clock). */
+        rowlock__param p[8] = { RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1),
+                                RL_I64(lease_us),
+                                RL_I64(lease_us),
+                                RL_STR(l->name, l->name_len),
+                                RL_I64(sid),
+                                RL_STR(c->owner, c->owner_len),
+                                RL_U64(r.token),
+                                RL_U64(r.gen) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_REENTER, waits, p, 8, NULL, 0, NULL, NULL, &res);
+        if (rc)
+            return rc;
+        if (res.affected != 1)
+            return ROWLOCK_EBUSY;
+        l->token = r.token;
+        return 0;
+    }
+    const int64_t seen_for = seen_at - L->cl_since_us;
+    const int64_t lease_wait = r.held ? rowlock__cluster_wait_us(r.lease_us) : 0;
+    const int ours = strcmp(r.owner, c->owner) == 0;
+    int ended = !r.held || ours || seen_for >= lease_wait;
+    /* A reservation of another waiter holds unless it went unused while
+     * the row stayed as it is for the lease and a grace period. */
+    const int mine = r.next[0] && strcmp(r.next, c->owner) == 0;
+    const int other = r.next[0] && !mine;
+    const int stale = other && seen_for >= lease_wait + ROWLOCK__CLUSTER_RESERVE_GRACE_US;
+    if (ended && (!other || stale)) {
+        unsigned fl = mine ? flags | ROWLOCK__TRY_UNGATED : flags; /* the reserved waiter skips the gate */
+        const char *over = stale ? r.next : "";
+        rowlock__param p[13] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_us), RL_I64(lease_us),
+                                 RL_STR(l->name, l->name_len), RL_I64(sid), RL_U64(r.token), RL_U64(r.gen),
+                                 RL_I64(r.held), RL_STR(c->owner, c->owner_len), RL_STR(over, strlen(over)),
+                                 RL_HINT_TRY(l, fl) };
+        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CLAIM, waits, p, 13, NULL, 0, NULL, NULL, &res);
+        if (rc)
+            return rc;
+        if (res.affected == 1) {
+            l->token = res.insert_id;
+            L->cl_seen = 0;
+            L->cl_reserved = 0;
+            return 0;
+        }
+    }
+    /* Busy. A waiter reserves the next grant, so that a release on another
+     * node cannot hand the lock round its own node's waiters forever: the
+     * row is granted to the reserving waiter only (one write, only when it
+     * changes the row). */
+    if (remaining_ms != 0 && !mine && (!other || r.next_age < L->cl_age)) {
+        rowlock__param p[6] = { RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age), RL_STR(l->name, l->name_len),
+                                RL_I64(sid), RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age) };
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        rc = rowlock__db_exec(c, "acquire (cluster): reserve", CL_RESERVE, 0, p, 6, NULL, 0, NULL, NULL, &res);
+        if (rc == 0 && res.affected == 1)
+            L->cl_reserved = 1;
+        else if (rc != 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
+            return rc;
+        rowlock__error_restore(c, &keep);
+    }
+    return ROWLOCK_EBUSY;
+}
+
+void rowlock__cluster_wait_end(rowlock_lock *l, int rc)
+{
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    rowlock_client *c = l->client;
+    if (rc != 0 && L->cl_reserved && c->connected) {
+        rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        (void)rowlock__db_exec(c, "acquire (cluster): unreserve", CL_UNRESERVE, 0, p, 2, NULL, 0, NULL, NULL, NULL);
+        rowlock__error_restore(c, &keep);
+    }
+    L->cl_reserved = 0;
+    L->cl_age = 0;
+    L->cl_age_token = 0;
+}
+
+/*
+ * The reaper on a cluster. Released rows (owner NULL) are purged as on one
+ * server, by expires_at (the release time by the releasing node's clock:
+ * a skewed clock only makes the grace longer or shorter, never unsafe).
+ * A held row whose lease ended is purged only once this client has seen it
+ * unchanged (token, gen) for its lease, across calls of rowlock_reap on the
+ * same client (the reaper daemon): the first call that sees it records it.
+ * Every batch deletes and raises the token floor to the largest deleted
+ * token in one transaction.
+ */
+/* Params: grace µs, batch. */
+static const char CL_REAP_FREE[] =
+    "/* rowlock:cl-reap-free */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}` WHERE owner IS NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
+    "ORDER BY expires_at LIMIT ? RETURNING token";
+/* Params: grace µs, batch. Candidates: held rows stale by this node's clock. */
+static const char CL_REAP_SURVEY[] =
+    "/* rowlock:cl-reap-survey */ SELECT name, token, gen,"
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
+    "FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
+    "ORDER BY expires_at LIMIT ?";
+/* Params: name, token, gen. */
+static const char CL_REAP_ONE[] =
+    "/* rowlock:cl-reap-one */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL RETURNING token";
+/* Params: token. */
+static const char CL_FLOOR_RAISE[] =
+    "/* rowlock:cl-floor */ INSERT INTO `{{table}}_floor` (id, token) VALUES (1, ?) "
+    "ON DUPLICATE KEY UPDATE token = GREATEST(token, VALUES(token))";
+
+typedef struct reap_seen {
+    char name[ROWLOCK_NAME_MAX + 1];
+    uint64_t token, gen;
+    int64_t since_us, lease_us;
+    int mark;
+} reap_seen;
+
+typedef struct reap_state {
+    reap_seen *v;
+    size_t n, cap;
+} reap_state;
+
+void rowlock__cluster_client_free(rowlock_client *c)
+{
+    reap_state *s = c->cluster;
+    if (s)
+        free(s->v);
+    free(s);
+    c->cluster = NULL;
+}
+
+struct max_ctx {
+    rowlock__col col;
+    uint64_t max, rows;
+};
+
+static int max_row(void *arg)
+{
+    struct max_ctx *m = arg;
+    if (!m->col.is_null && m->col.u > m->max)
+        m->max = m->col.u;
+    m->rows++;
+    return 0;
+}
+
+/* One delete statement and the floor raise, in one transaction. Returns
+ * 0 (*deleted set), EBUSY (rolled back: try later) or an error. */
+static int delete_raising_floor(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np,
+                                uint64_t *deleted)
+{
+    struct max_ctx m;
+    memset(&m, 0, sizeof m);
+    m.col.type = ROWLOCK__T_U64;
+    *deleted = 0;
+    int rc = rowlock__db_simple(c, "reap: isolation",
+                                "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    if (rc == 0)
+        rc = rowlock__db_simple(c, "reap: begin", "/* rowlock:cl-reap-begin */ START TRANSACTION");
+    if (rc)
+        return rc;
+    rc = rowlock__db_exec(c, "reap: delete", sql, 0, p, np, &m.col, 1, max_row, &m, NULL);
+    if (rc == 0 && m.rows > 0) {
+        rowlock__param pf = RL_U64(m.max);
+        rc = rowlock__db_exec(c, "reap: token floor", CL_FLOOR_RAISE, 0, &pf, 1, NULL, 0, NULL, NULL, NULL);
+    }
+    if (rc == 0)
+        rc = rowlock__db_simple(c, "reap: commit", "/* rowlock:cl-reap-commit */ COMMIT");
+    if (rc) {
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        (void)rowlock__db_simple(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
+        rowlock__error_restore(c, &keep);
+        return rc;
+    }
+    *deleted = m.rows;
+    return 0;
+}
+
+struct survey_ctx {
+    rowlock__col cols[4];
+    char name[ROWLOCK_NAME_MAX + 1];
+    reap_state *s;
+    int64_t now;
+    int oom;
+};
+
+static int survey_row(void *arg)
+{
+    struct survey_ctx *x = arg;
+    reap_state *s = x->s;
+    for (size_t i = 0; i < s->n; i++) {
+        reap_seen *e = &s->v[i];
+        if (strcmp(e->name, x->name) == 0) {
+            if (e->token != x->cols[1].u || e->gen != x->cols[2].u) {
+                e->token = x->cols[1].u;
+                e->gen = x->cols[2].u;
+                e->since_us = x->now;
+            }
+            e->lease_us = x->cols[3].i;
+            e->mark = 1;
+            return 0;
+        }
+    }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        reap_seen *v = realloc(s->v, cap * sizeof *v);
+        if (!v) {
+            x->oom = 1;
+            return 0;
+        }
+        s->v = v;
+        s->cap = cap;
+    }
+    reap_seen *e = &s->v[s->n++];
+    rowlock__strlcpy(e->name, x->name, sizeof e->name);
+    e->token = x->cols[1].u;
+    e->gen = x->cols[2].u;
+    e->since_us = x->now;
+    e->lease_us = x->cols[3].i;
+    e->mark = 1;
+    return 0;
+}
+
+int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
+                          int64_t start, rowlock_reap_stats *st)
+{
+    reap_state *s = c->cluster;
+    if (s == NULL && (s = c->cluster = calloc(1, sizeof *s)) == NULL)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory");
+    int rc = 0, free_done = dry_run;
+    /* Released rows, in batches. */
+    while (!dry_run) {
+        if (max_us > 0 && rowlock__now_us() - start >= max_us)
+            return 0;
+        rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+        uint64_t n = 0;
+        rc = delete_raising_floor(c, CL_REAP_FREE, p, 2, &n);
+        if (rc == ROWLOCK_EBUSY) {
+            rowlock__sleep_us(1000);
+            continue;
+        }
+        if (rc)
+            return rc;
+        st->batches++;
+        st->purged += n;
+        if (n < batch) {
+            free_done = 1;
+            break;
+        }
+    }
+    /* Held rows whose lease ended by this node's clock: purged once seen
+     * unchanged for their lease (since an earlier call or survey). */
+    struct survey_ctx x;
+    memset(&x, 0, sizeof x);
+    x.s = s;
+    x.cols[0] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.name, .cap = sizeof x.name };
+    x.cols[1].type = ROWLOCK__T_U64;
+    x.cols[2].type = ROWLOCK__T_U64;
+    x.cols[3].type = ROWLOCK__T_I64;
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i].mark = 0;
+    rowlock__param ps[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+    x.now = rowlock__now_us(); /* before the survey: a row first seen now counts from its end */
+    rc = rowlock__db_exec(c, "reap: survey", CL_REAP_SURVEY, 0, ps, 2, x.cols, 4, survey_row, &x, NULL);
+    if (rc)
+        return rc;
+    /* A row first seen in this survey counts from after it came back. */
+    const int64_t after = rowlock__now_us();
+    size_t keep = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        reap_seen *e = &s->v[i];
+        if (!e->mark)
+            continue; /* gone, renewed by its node's clock, or taken: forget it */
+        if (e->since_us == x.now)
+            e->since_us = after;
+        if (!dry_run && after - e->since_us >= rowlock__cluster_wait_us(e->lease_us) &&
+            !(max_us > 0 && after - start >= max_us)) {
+            rowlock__param p[3] = { RL_STR(e->name, strlen(e->name)), RL_U64(e->token), RL_U64(e->gen) };
+            uint64_t n = 0;
+            rc = delete_raising_floor(c, CL_REAP_ONE, p, 3, &n);
+            if (rc && rc != ROWLOCK_EBUSY)
+                return rc;
+            rc = 0;
+            if (n > 0) {
+                st->purged += n;
+                st->batches++;
+                continue;
+            }
+        }
+        s->v[keep++] = *e;
+    }
+    s->n = keep;
+    st->complete = free_done && keep == 0 && !x.oom;
+    return x.oom ? rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory") : 0;
+}
