@@ -339,15 +339,36 @@ ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s);
 /** Parse a strategy name. @return 0 or ROWLOCK_EINVALID. */
 ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name);
 
-#define ROWLOCK_LOCK_OPTIONS_VERSION 1
+/* Version 2 added mode and permits; version 1 structs (without them) are
+ * still accepted and make exclusive handles. */
+#define ROWLOCK_LOCK_OPTIONS_VERSION 2
+
+/** How a handle holds its lock. */
+typedef enum rowlock_mode {
+    /** One holder at a time (the default). */
+    ROWLOCK_MODE_EXCLUSIVE = 0,
+    /** Any number of shared holders at once (at most `permits` when it is
+     *  set), never together with an exclusive holder. insert and for-update
+     *  (LOCK IN SHARE MODE); optimistic refuses it (ROWLOCK_EUNSUPPORTED). */
+    ROWLOCK_MODE_SHARED = 1
+} rowlock_mode;
 
 /** Options for a lock handle. */
 typedef struct rowlock_lock_options {
     unsigned int version;          /**< ROWLOCK_LOCK_OPTIONS_VERSION */
     rowlock_strategy strategy;     /**< default (0): ROWLOCK_STRATEGY_INSERT */
+    /* version 2 */
+    rowlock_mode mode;             /**< default (0): ROWLOCK_MODE_EXCLUSIVE */
+    /** A counting semaphore: the name admits at most `permits` shared
+     *  holders at once (insert strategy only; 0: no limit). Set when the
+     *  name first becomes a multi-holder name, or by rowlock_set_permits();
+     *  a handle asking a different N does not change it. */
+    unsigned int permits;
 } rowlock_lock_options;
 
-#define ROWLOCK_LOCK_OPTIONS_INIT { ROWLOCK_LOCK_OPTIONS_VERSION, (rowlock_strategy)0 }
+#define ROWLOCK_LOCK_OPTIONS_INIT { ROWLOCK_LOCK_OPTIONS_VERSION, (rowlock_strategy)0, ROWLOCK_MODE_EXCLUSIVE, 0u }
+/** The largest number of permits. */
+#define ROWLOCK_PERMITS_MAX 1000000u
 
 /** Longest lock name, in bytes. */
 #define ROWLOCK_NAME_MAX 255
@@ -451,6 +472,9 @@ ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l);
 
 /** The handle's strategy. */
 ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
+
+/** The handle's mode (ROWLOCK_MODE_EXCLUSIVE for version 1 options). */
+ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l);
 
 /* rowlock_info: the caller sets version (ROWLOCK_INFO_VERSION when it was
  * compiled); the library fills the fields of that version. */
@@ -645,6 +669,56 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
  *   ROWLOCK_EDB. Two round trips.
  */
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
+
+/* Shared locks and semaphores: multi-holder names (insert strategy). */
+#define ROWLOCK_HOLDER_INFO_VERSION 1
+
+/** One holder (or queued waiter) of a multi-holder name. */
+typedef struct rowlock_holder_info {
+    unsigned int version;       /**< set by the caller: ROWLOCK_HOLDER_INFO_VERSION */
+    char name[ROWLOCK_NAME_MAX + 1];
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    rowlock_mode mode;
+    int granted;                /**< 1 holds it, 0 waits in the queue */
+    int live;                   /**< its lease (a waiter's: its last try) has not ended */
+    unsigned int count;         /**< re-entrant hold count */
+    uint64_t token;             /**< fencing token of the grant (0 while waiting) */
+    uint64_t ticket;            /**< place in the name's FIFO queue */
+    int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended */
+    unsigned int permits;       /**< the name's permits (0: no limit) */
+} rowlock_holder_info;
+
+/**
+ * Call `fn` for every holder and queued waiter of multi-holder name `name`
+ * (NULL: of every such name), in name and queue order, live or not. `fn`
+ * returns 0 to go on; it must not call rowlock on the same client.
+ * @return 0, fn's non-zero value, ROWLOCK_EINVALID (bad name), ROWLOCK_EDB.
+ *   One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
+                                   int (*fn)(const rowlock_holder_info *h, void *arg), void *arg);
+
+/**
+ * Set the permits of a name (0: any number of shared holders; N: a counting
+ * semaphore of N). Holders keep their grants when N shrinks; new ones wait
+ * until fewer than N hold it. A free name without a row becomes a
+ * multi-holder name.
+ * @return 0, ROWLOCK_EINVALID (bad name, N over ROWLOCK_PERMITS_MAX, a name
+ *   of another strategy), ROWLOCK_EBUSY (an exclusive one-row holder holds
+ *   it now), ROWLOCK_EDB. One or two round trips.
+ */
+ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits);
+
+/**
+ * Administrative release of holders of a multi-holder name: the holder
+ * `owner`, or every holder and waiter when owner is NULL. Their release and
+ * renew then fail with ROWLOCK_ENOTOWNER. (rowlock_force_release() on such
+ * a name releases all.)
+ * @param released  if not NULL, set to the number of entries removed.
+ * @return 0, ROWLOCK_EINVALID, ROWLOCK_EDB. One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
+                                                unsigned int *released);
 
 /* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
 #define ROWLOCK_REAP_OPTIONS_VERSION 2

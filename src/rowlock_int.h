@@ -19,6 +19,9 @@
  *   admin.c      list, force release, reap
  *   keeper.c     the lease keeper: renewer and watcher threads per client
  *   strategy_*.c one file per strategy
+ *   holders.c    shared locks and semaphores of the insert strategy: names
+ *                with several holders, in <table>_hold (its opening comment
+ *                is the design: schema, SQL, round trips, FIFO, tokens)
  *   strategy.c   the one list of strategies (ROWLOCK__STRATEGY_LIST), names,
  *                per-client strategy state
  *
@@ -342,6 +345,12 @@ struct rowlock_lock {
     int keep_error;          /* keeping the current grant could not start */
     int claim_uncertain;     /* an acquire lost its connection after its claim
                                 may have committed (lock.c: adopt_leftover) */
+    /* Modes (holders.c). */
+    int mode;                /* ROWLOCK_MODE_* asked for */
+    unsigned int permits;    /* semaphore permits asked for (0: none) */
+    int multi;               /* acquire through holders.c: a shared or semaphore
+                                handle, or the name has a multi-holder row */
+    int held_multi;          /* the current grant is a holders-table entry */
     rowlock_keep_options keep;
 };
 
@@ -524,6 +533,17 @@ void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info);
 void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 
 
+
+/* ---- holders.c: multi-holder names (shared, semaphore) ----------------------- */
+/* Internal result of an insert claim whose explaining read found a
+ * multi-holder row (row.c): lock.c then acquires through holders.c. */
+#define ROWLOCK__EMULTI 1000
+/* The acquire lock.c calls: the strategy's, or holders.c's for multi-holder
+ * names; release and renew follow l->held_multi. */
+int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+int rowlock__holders_release(rowlock_lock *l);
+int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;

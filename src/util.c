@@ -147,7 +147,8 @@ int rowlock__table_name_check(const char *t)
      * sequence and queue (a lock table "x_queue" would be table x's queue).
      * Compared without case: table names may be case-insensitive on the
      * server (lower_case_table_names). */
-    if (strcasecmp(t, "rowlock_schema") == 0 || ends_with_ci(t, n, "_queue") || ends_with_ci(t, n, "_token"))
+    if (strcasecmp(t, "rowlock_schema") == 0 || ends_with_ci(t, n, "_queue") || ends_with_ci(t, n, "_token") ||
+        ends_with_ci(t, n, "_hold"))
         return ROWLOCK__TABLE_RESERVED;
     return 0;
 }
