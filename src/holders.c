@@ -93,6 +93,7 @@
 
 #define WAITER_TTL_US 5000000    /* a waiter's entry outlives its last try by this */
 #define SEM_SLICE_S 0.25         /* a semaphore waiter's slice on one of N holders */
+#define TICKET_KEEP_US 3000000   /* a wait that ended keeps its queue place this long */
 
 static const char SQL_BEGIN[] = "/* rowlock:hold-begin */ START TRANSACTION";
 static const char SQL_COMMIT[] = "/* rowlock:hold-commit */ COMMIT";
@@ -103,7 +104,7 @@ static const char SQL_ROLLBACK[] = "/* rowlock:hold-rollback */ ROLLBACK";
 static const char SQL_DRAW[] =
     "/* rowlock:hold-draw */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " permits = IF(? > 0 AND permits = 0, ?, permits) "
-    "WHERE name = ? AND strategy = 1 AND mode = 1";
+    "WHERE name = ? AND strategy = 1 AND mode = 1 AND owner = ''";
 
 /* Turn a free row (or no row) into a multi-holder row. Params: name,
  * permits, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
@@ -114,7 +115,7 @@ static const char SQL_CONVERT[] =
     "/* rowlock:hold-convert */ SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT INTO `{{table}}` (name, strategy, mode, owner, count, token, acquired_at, expires_at, permits) "
     "VALUES (?, 1, 1, '', 0, 0, NULL, '9999-12-31 00:00:00', ?) "
     "ON DUPLICATE KEY UPDATE"
-    " owner = IF(LAST_INSERT_ID(strategy = 1 AND (mode = 1 OR " ROWLOCK__SQL_FREE_ROW ")), '', owner),"
+    " owner = IF(LAST_INSERT_ID(strategy = 1 AND ((mode = 1 AND owner = '') OR " ROWLOCK__SQL_FREE_ROW ")), '', owner),"
     " count = IF(LAST_INSERT_ID(), 0, count),"
     " expires_at = IF(LAST_INSERT_ID(), '9999-12-31 00:00:00', expires_at),"
     " permits = IF(LAST_INSERT_ID() AND mode <> 1, ?, permits),"
@@ -160,6 +161,12 @@ static const char SQL_FORGET[] =
 static const char SQL_RENEW[] =
     "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+/* Params: grace µs (count) / grace µs, batch (delete). */
+static const char SQL_REAP_COUNT[] =
+    "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
+static const char SQL_REAP[] =
+    "/* rowlock:hold-reap */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
 /* Params: wake lock, wait s, wake lock. 1: it was free or freed, 0: timed out. */
 static const char SQL_WAIT[] =
     "/* rowlock:hold-wait */ SELECT IF(GET_LOCK(?, ?) = 1, 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0)";
@@ -299,7 +306,7 @@ enum { ATT_QUEUED = 1, ATT_ONE_ROW, ATT_EXCLUSIVE_ROW };
  * ATT_ONE_ROW: the name's row is held by an exclusive one-row holder (or
  * belongs to another strategy: then rc is EINVALID); ATT_EXCLUSIVE_ROW: an
  * exclusive handle found no multi-holder row (it takes the one-row path). */
-static int attempt(rowlock_lock *l, int64_t lease_ms, uint64_t *ticket, int *granted, blocked *b)
+static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted, blocked *b)
 {
     rowlock_client *c = l->client;
     int rc;
@@ -351,6 +358,14 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, uint64_t *ticket, int *gra
     unsigned others = other_holds(l) + (l->held_multi ? l->held : 0);
     int mode = l->mode, count = 1;
     uint64_t token = drawn, tk = drawn;
+    /* A waiting acquire that follows a wait of this handle which ended
+     * moments ago (a caller waiting in slices, as `rowlock run` does) takes
+     * its queue place again: its entry was deleted so that a caller that
+     * gave up blocks nobody, but its ticket still orders it. */
+    if (!try_once && *ticket == 0 && l->ticket && rowlock__now_us() - l->ticket_left_us < TICKET_KEEP_US)
+        tk = l->ticket;
+    else if (*ticket)
+        tk = *ticket;
     if (mine && mine->live && mine->granted && others > 0) {
         /* A re-entry: another handle of ours holds it (or this one does). */
         if (mine->mode == ROWLOCK_MODE_SHARED && l->mode == ROWLOCK_MODE_EXCLUSIVE) {
@@ -426,6 +441,11 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, uint64_t *ticket, int *gra
         }
     }
     free(e.v);
+    if (!*granted && try_once) {
+        /* A try-once that lost writes nothing: no queue entry to clean up. */
+        rollback(c);
+        return 0;
+    }
 
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
@@ -505,7 +525,7 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     for (;;) {
         int granted = 0;
         blocked b;
-        int rc = attempt(l, lease_ms, &ticket, &granted, &b);
+        int rc = attempt(l, lease_ms, wait_ms == 0, &ticket, &granted, &b);
         if (rc == ROWLOCK_EBUSY && b.path == 0) {
             /* A lock wait or deadlock on the name's row (another acquirer's
              * transaction, a for-update holder): try again shortly. */
@@ -523,6 +543,7 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         }
         if (granted) {
             l->held_multi = 1;
+            l->ticket = 0;
             return 0;
         }
         if (b.path == ATT_EXCLUSIVE_ROW) {
@@ -543,8 +564,11 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
             memcpy(b.why, c->errmsg, sizeof b.why); /* ATT_ONE_ROW: the explaining read's message */
         int64_t now = rowlock__now_us();
         if (now >= deadline) {
-            if (queued)
+            if (queued) {
                 forget(l);
+                l->ticket = ticket;
+                l->ticket_left_us = rowlock__now_us();
+            }
             memcpy(c->errmsg, b.why, sizeof c->errmsg);
             return ROWLOCK_EBUSY;
         }
@@ -789,5 +813,67 @@ ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *n
         return rc;
     if (released)
         *released = (unsigned)res.affected;
+    return 0;
+}
+
+int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged)
+{
+    rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+    int rc;
+    if (dry_run) {
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        if ((rc = rowlock__db_exec(c, "reap: survey holders", SQL_REAP_COUNT, 0, p, 1, &col, 1, NULL, NULL, NULL)))
+            return rc;
+        *purged += (uint64_t)col.i;
+        return 0;
+    }
+    for (unsigned busy = 0;;) {
+        rowlock__res res;
+        rc = rowlock__db_exec(c, "reap: delete holders", SQL_REAP, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        if (rc == ROWLOCK_EBUSY && ++busy < 10) {
+            rowlock__sleep_us(1000); /* an entry written by a live transaction: again */
+            continue;
+        }
+        if (rc)
+            return rc;
+        *purged += res.affected;
+        if (res.affected < batch)
+            return 0;
+    }
+}
+
+/* Params: name. One row: live holders, their holds, any stale holder, the
+ * first live holder's owner, the latest lease end (µs epoch, ms from now). */
+static const char SQL_INSPECT[] =
+    "/* rowlock:hold-inspect */ SELECT COUNT(*), IFNULL(SUM(count), 0),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` s WHERE s.name = ? AND s.granted = 1 AND s.expires_at <= UTC_TIMESTAMP(6)),"
+    " IFNULL(SUBSTRING_INDEX(GROUP_CONCAT(owner ORDER BY ticket SEPARATOR '\\n'), '\\n', 1), ''),"
+    " IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MAX(expires_at)), 0),"
+    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MAX(expires_at)) / 1000), 0),"
+    " IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(acquired_at)), 0), IFNULL(MAX(token), 0) "
+    "FROM `{{table}}_hold` WHERE name = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+
+int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info)
+{
+    if (!info->exists || !info->held || info->owner[0] || info->strategy != ROWLOCK_STRATEGY_INSERT)
+        return 0;
+    rowlock__col cols[8];
+    memset(cols, 0, sizeof cols);
+    for (int i = 0; i < 8; i++)
+        cols[i].type = ROWLOCK__T_I64;
+    cols[3] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = info->owner, .cap = sizeof info->owner };
+    cols[7].type = ROWLOCK__T_U64;
+    rowlock__param p[2] = { RL_STR(info->name, strlen(info->name)), RL_STR(info->name, strlen(info->name)) };
+    int rc = rowlock__db_exec(c, "inspect (holders)", SQL_INSPECT, 0, p, 2, cols, 8, NULL, NULL, NULL);
+    if (rc)
+        return rc;
+    info->held = cols[0].i > 0;
+    info->count = (unsigned)cols[1].i;
+    info->stale = !info->held && cols[2].i > 0;
+    info->expires_at_us = cols[4].i;
+    info->expires_in_ms = cols[5].i;
+    info->acquired_at_us = cols[6].i;
+    if (!info->held)
+        info->owner[0] = '\0';
     return 0;
 }

@@ -379,6 +379,8 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
         const rowlock__strategy_ops *row_ops = rowlock__strategy_find(full.strategy);
         if (row_ops && row_ops->inspect)
             rc = row_ops->inspect(l, &full);
+        if (rc == 0)
+            rc = rowlock__holders_inspect(l->client, &full);
     }
     if (rc == 0)
         rowlock__info_copy_out(info, &full);

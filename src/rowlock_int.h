@@ -351,6 +351,9 @@ struct rowlock_lock {
     int multi;               /* acquire through holders.c: a shared or semaphore
                                 handle, or the name has a multi-holder row */
     int held_multi;          /* the current grant is a holders-table entry */
+    uint64_t ticket;         /* the queue place of a wait that ended without a
+                                grant: the next waiting acquire takes it again */
+    int64_t ticket_left_us;  /* when that wait ended (monotonic) */
     rowlock_keep_options keep;
 };
 
@@ -544,6 +547,15 @@ int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 int rowlock__holders_release(rowlock_lock *l);
 int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);
+/* rowlock_inspect() of a multi-holder name (info read from its row, which
+ * shows owner '' and a lease to 9999): held, count (holders), owner (the
+ * first in the queue), stale and lease end from the holders. No-op for other
+ * rows. */
+int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info);
+/* The reaper's part (admin.c): delete holder entries whose lease ended more
+ * than grace_ms ago, `batch` per statement (dry run: count them); adds the
+ * number to *purged. Multi-holder names' rows stay (their tokens). */
+int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged);
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;

@@ -89,7 +89,10 @@ if [[ $MODE != db ]]; then
     expect_has "run's options" "$RL run --" --strategy --nonblock --wait --lease \
         --conflict-exit-code --verbose --help --table
     expect "--strategy=" "$RL run --strategy=" "for-update insert optimistic"
-    expect "-s VALUE" "$RL run -s f" "for-update"
+    expect "-S VALUE" "$RL run -S f" "for-update"
+    expect_has "run's flock(1) options" "$RL run --" --shared --exclusive --permits --nb --timeout \
+        --command --close --no-fork --version
+    expect "-s takes no value (shared)" "$RL run -s f" ""
     expect "status's options" "$RL status --j" "--json"
     expect "list's options" "$RL list --s" "--socket --ssl-ca --ssl-mode --stale"
     expect "release's options" "$RL release --f" "--force"

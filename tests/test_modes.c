@@ -276,6 +276,120 @@ static void test_semaphore__permits_change_keeps_holders(void **state)
     assert_rc(rowlock_release(la), 0, a);
 }
 
+/* ---- reaper, force release, listing (insert) ------------------------------ */
+
+typedef struct seen_holders {
+    int n, live, granted;
+    char owners[8][ROWLOCK_OWNER_MAX + 1];
+} seen_holders;
+
+static int holders_cb(const rowlock_holder_info *h, void *arg)
+{
+    seen_holders *s = arg;
+    if (s->n < 8)
+        snprintf(s->owners[s->n], sizeof s->owners[0], "%s", h->owner);
+    s->n++;
+    s->live += h->live;
+    s->granted += h->granted;
+    return 0;
+}
+
+static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    rowlock_client *a = C(), *b = C(), *w = C(), *admin = C();
+    rowlock_lock *ra = ML(a, "reap-holders", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb = ML(b, "reap-holders", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "reap-holders", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(ra, 0, 200), 0, a); /* will crash, in effect */
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), 0, b);
+    uint64_t t_max = rowlock_lock_token(rb);
+    tu_sleep_ms(400);
+
+    seen_holders s;
+    memset(&s, 0, sizeof s);
+    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.live, 1);
+
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.grace_ms = 0;
+    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_true(st.purged >= 1);
+    memset(&s, 0, sizeof s);
+    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.owners[0], rowlock_client_owner(b));
+    /* The purged holder lost it. */
+    assert_rc(rowlock_renew(ra, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
+
+    /* Force release of one holder: it loses, the writer gets in after the rest. */
+    unsigned n = 0;
+    assert_rc(rowlock_force_release_holder(admin, "reap-holders", rowlock_client_owner(b), &n), 0, admin);
+    assert_int_equal(n, 1);
+    assert_rc(rowlock_renew(rb, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, b);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
+    assert_true(rowlock_lock_token(wx) > t_max);
+    /* rowlock_force_release on a multi-holder name releases every holder. */
+    rowlock_info in = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_force_release(admin, "reap-holders", &in), 0, admin);
+    assert_true(in.held);
+    assert_rc(rowlock_release(wx), ROWLOCK_ENOTOWNER, w);
+}
+
+/* A table at schema 2 with a live exclusive lock migrates, and the lock is
+ * still held, renewed and released afterwards. */
+static void test_migrate__from_schema_2_with_live_locks(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    const char *df = tu_defaults_file();
+    const char *t = "t_modes_migrate";
+    tu_table_fresh(df, t);
+    assert_int_equal(tu_sql(df, 0, "DROP TABLE `%s_hold`", t), 0);
+    assert_int_equal(tu_sql(df, 0, "ALTER TABLE `%s` DROP COLUMN permits", t), 0);
+    assert_int_equal(tu_sql(df, 0, "UPDATE rowlock_schema SET version = 2 WHERE lock_table = '%s'", t), 0);
+
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *old = NULL, *m = NULL;
+    assert_int_equal(rowlock_client_new(&old), 0);
+    tu_register_client(old);
+    o.defaults_file = df;
+    o.table = t;
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    assert_rc(rowlock_client_connect(old, &o), 0, old);
+    rowlock_lock *x = tu_lock(old, "live", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), 0, old);
+    uint64_t tx = rowlock_lock_token(x);
+
+    assert_int_equal(rowlock_client_new(&m), 0);
+    tu_register_client(m);
+    assert_rc(rowlock_client_connect(m, &o), 0, m);
+    int from = 0, to = 0;
+    assert_rc(rowlock_migrate(m, 0, &from, &to), 0, m);
+    assert_int_equal(from, 2);
+    assert_int_equal(to, rowlock_schema_version_expected());
+
+    rowlock_client *b = tu_client(t);
+    rowlock_lock *r = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    lo.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&r, b, "live", &lo), 0, b);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b); /* the live lock survived */
+    assert_rc(rowlock_renew(x, TU_LEASE_LONG), 0, old);
+    assert_rc(rowlock_release(x), 0, old);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(r) > tx);
+    assert_rc(rowlock_release(r), 0, b);
+    rowlock_lock_free(r);
+}
+
 /* ---- exclusive one-row names and multi-holder names -------------------- */
 
 static void test_modes__exclusive_handles_meet_shared_holders(void **state)
@@ -331,6 +445,8 @@ int main(int argc, char **argv)
         TU_TEST(test_semaphore__never_more_than_n_holders),
         TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
         TU_TEST(test_semaphore__permits_change_keeps_holders),
+        TU_TEST(test_reap__purges_stale_holders_and_tokens_keep_increasing),
+        TU_TEST(test_migrate__from_schema_2_with_live_locks),
         TU_TEST(test_modes__exclusive_handles_meet_shared_holders),
         TU_TEST(test_modes__optimistic_refuses_shared),
     };

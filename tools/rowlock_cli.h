@@ -6,6 +6,7 @@
  *   rowlock_admin.c   status, list, release --force, migrate
  *   rowlock_output.c  tables and JSON for lock rows
  *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
+ *   rowlock_modes.c   permits; the holders of shared locks and semaphores
  *
  * Connection options, the option parser, exit codes and small helpers shared
  * with the other tools are in cli_common.h.
@@ -35,6 +36,14 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv);
 int rl_cmd_list(cli_conn *cc, int argc, char **argv);
 int rl_cmd_release(cli_conn *cc, int argc, char **argv);
 int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
+
+/* rowlock_modes.c: multi-holder names (shared locks, semaphores) */
+extern const char rl_usage_permits[];
+int rl_cmd_permits(cli_conn *cc, int argc, char **argv);
+/* Print the holders of `name` (NULL: of every multi-holder name) as a table
+ * (nothing when none), or as a JSON member "holders":[...]. Returns 0 or an
+ * exit code (message printed). */
+int rl_print_holders(rowlock_client *c, const char *name, int json);
 
 /* rowlock_lock.c */
 extern const char rl_usage_lock[], rl_usage_unlock[];

@@ -59,8 +59,11 @@ const char rl_usage_lock[] =
     "and ROWLOCK_OWNER.\n"
     "\n"
     "Options:\n"
-    "  -s, --strategy=S             insert (default), for-update or optimistic\n"
-    "  -n, --nonblock               fail at once if the lock is held (same as -w 0)\n"
+    "  -s, --shared                 take a shared lock (any number of shared holders)\n"
+    "  -x, -e, --exclusive          take an exclusive lock (the default)\n"
+    "      --permits=N              a counting semaphore of N (implies --shared)\n"
+    "  -S, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -n, --nb, --nonblock         fail at once if the lock is held (same as -w 0)\n"
     "  -w, --wait=SECONDS           wait at most SECONDS for the lock (alias: --timeout);\n"
     "                               without -n/-w wait forever\n"
     "  -l, --lease=SECONDS          lease length (default 30, minimum 1); renewed every\n"
@@ -69,7 +72,8 @@ const char rl_usage_lock[] =
     "      --pid=PID                release when process PID exits (default: the parent\n"
     "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
     "                               is not run directly by the script's shell)\n"
-    "      --verbose                the supervisor reports renewals and the release on stderr\n"
+    "      --verbose                the supervisor reports renewals and the release on stderr;\n"
+    "                               on a conflict, name the holder\n"
     "      --json                   print one JSON object instead of shell assignments\n"
     "  -h, --help                   show this help\n"
     "\n"
@@ -97,11 +101,15 @@ const char rl_usage_unlock[] =
 
 enum {
     LO_STRATEGY = 1, LO_NONBLOCK, LO_WAIT, LO_LEASE, LO_CONFLICT, LO_PID, LO_VERBOSE, LO_JSON,
-    LO_HELP
+    LO_HELP, LO_SHARED, LO_EXCLUSIVE, LO_PERMITS
 };
 
 static const cli_optspec lock_specs[] = {
-    { "strategy", 's', 1, LO_STRATEGY },
+    { "strategy", 'S', 1, LO_STRATEGY },
+    { "shared", 's', 0, LO_SHARED },
+    { "exclusive", 'x', 0, LO_EXCLUSIVE },
+    { NULL, 'e', 0, LO_EXCLUSIVE },
+    { "permits", 0, 1, LO_PERMITS },
     { "nonblock", 'n', 0, LO_NONBLOCK },
     { "nb", 0, 0, LO_NONBLOCK },
     { "wait", 'w', 1, LO_WAIT },
@@ -128,6 +136,8 @@ static const cli_optspec unlock_specs[] = {
 
 typedef struct lock_args {
     rowlock_strategy strategy;
+    rowlock_mode mode;
+    unsigned int permits;
     int64_t wait_ms;
     int64_t lease_ms;
     int conflict_code;
@@ -313,6 +323,21 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
             break;
         case LO_JSON:
             la->json = 1;
+            break;
+        case LO_SHARED:
+            la->mode = ROWLOCK_MODE_SHARED;
+            break;
+        case LO_EXCLUSIVE:
+            la->mode = ROWLOCK_MODE_EXCLUSIVE;
+            break;
+        case LO_PERMITS:
+            if (cli_parse_uint(val, 1, ROWLOCK_PERMITS_MAX, &u) != 0) {
+                fprintf(stderr, "%s: lock: --permits: '%s' is not a number of permits 1-%u\n", PROG, cli_q(val),
+                        ROWLOCK_PERMITS_MAX);
+                return CLI_EX_USAGE;
+            }
+            la->permits = (unsigned int)u;
+            la->mode = ROWLOCK_MODE_SHARED;
             break;
         default:
             break;
@@ -611,6 +636,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
     (void)setsid();
     lo.strategy = la->strategy;
+    lo.mode = la->mode;
+    lo.permits = la->permits;
     rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
     if (rc != 0) {
         cli_report(PROG, "lock", s.c, rc);
@@ -644,7 +671,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     }
     if (rc == ROWLOCK_EBUSY) {
         if (la->verbose)
-            fprintf(stderr, "%s: lock '%s' is held by another owner\n", PROG, s.shown);
+            fprintf(stderr, "%s: not acquired: %s\n", PROG, rowlock_client_errmsg(s.c));
         ex = la->conflict_code;
         goto report;
     }
