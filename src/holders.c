@@ -873,6 +873,8 @@ int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info)
     info->expires_at_us = cols[4].i;
     info->expires_in_ms = cols[5].i;
     info->acquired_at_us = cols[6].i;
+    if (info->held)
+        info->token = cols[7].u; /* the latest grant's (the row's may be a waiter's draw) */
     if (!info->held)
         info->owner[0] = '\0';
     return 0;
