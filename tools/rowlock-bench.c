@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "  --reaper-pause MS    pause between reaper DELETEs: auto (default: as long as\n"
             "                       the last one took), 0 (none) or milliseconds\n"
             "  --hold-us N          time each hot holder keeps the lock (default 50)\n"
+        "  --modes [--seconds S] [CONNECTION OPTIONS]  (first argument) shared readers at\n"
+        "                       1/8/32 clients and a semaphore of 4 at 32 (table bench_modes)\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
             "\n"
@@ -408,6 +410,8 @@ int main(int argc, char **argv)
     size_t k;
     int64_t t0 = now_ns();
 
+    if (argc > 1 && strcmp(argv[1], "--modes") == 0)
+        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: tools/bench_modes.c */
     memset(&b, 0, sizeof b);
     b.cleanup_ok = 1;
     cli_conn_init(&b.cc);
