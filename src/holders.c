@@ -605,8 +605,19 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     }
 }
 
+static void wake_free(rowlock_lock *l)
+{
+    char wake[64];
+    wake_name(l, l->client->owner, wake, sizeof wake);
+    rowlock__param pw = RL_STR(wake, strlen(wake));
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    quiet(l->client, SQL_WAKE_FREE, &pw, 1, &col);
+}
+
 static int lost(rowlock_lock *l, const char *what)
 {
+    if (other_holds(l) == 0 && l->client->connected)
+        wake_free(l); /* nobody may wait on an entry that is gone */
     return rowlock__fail(l->client, ROWLOCK_ENOTOWNER,
                          "%s %s (insert, %s): not the owner any more: its lease ended and its entry was taken over "
                          "or purged, or an administrator released it",
@@ -638,13 +649,8 @@ int rowlock__holders_release(rowlock_lock *l)
         return rc;
     if (res.affected != 1)
         return lost(l, "release");
-    if (last) {
-        char wake[64];
-        wake_name(l, c->owner, wake, sizeof wake);
-        rowlock__param pw = RL_STR(wake, strlen(wake));
-        rowlock__col col = { .type = ROWLOCK__T_I64 };
-        quiet(c, SQL_WAKE_FREE, &pw, 1, &col); /* after the commit: wakes a waiter */
-    }
+    if (last)
+        wake_free(l); /* after the commit: wakes a waiter */
     return 0;
 }
 

@@ -144,6 +144,28 @@ static void test_shared__a_writer_is_not_starved_by_later_readers(void **state)
     tu_shm_free(w, 4 * sizeof(uint64_t));
 }
 
+static void test_shared__the_lease_keeper_renews_shared_holders(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip(); /* for-update has no lease */
+    rowlock_client *a = C(), *w = C();
+    rowlock_lock *ra = ML(a, "kept", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "kept", ROWLOCK_MODE_EXCLUSIVE, 0);
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    assert_rc(rowlock_acquire(ra, 0, 1500), 0, a);
+    assert_rc(rowlock_keep(ra, &ko), 0, a);
+    tu_sleep_ms(3500); /* more than two leases */
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, w);
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    assert_rc(rowlock_keep_status(ra, &ki), 0, a);
+    assert_int_equal(ki.state, ROWLOCK_KEEP_HELD);
+    assert_true(ki.renewals >= 2);
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
+    assert_rc(rowlock_release(wx), 0, w);
+}
+
 /* ---- semaphores (insert) ------------------------------------------------- */
 
 #define SEM_PROCS 8
@@ -442,6 +464,7 @@ int main(int argc, char **argv)
         TU_TEST(test_shared__readers_coexist),
         TU_TEST(test_shared__a_writer_excludes_and_is_excluded),
         TU_TEST(test_shared__a_writer_is_not_starved_by_later_readers),
+        TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
         TU_TEST(test_semaphore__never_more_than_n_holders),
         TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
         TU_TEST(test_semaphore__permits_change_keeps_holders),
