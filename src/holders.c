@@ -145,10 +145,6 @@ static const char SQL_WRITE[] =
     "   VALUES(expires_at)),"
     " mode = VALUES(mode), ticket = VALUES(ticket), granted = VALUES(granted), count = VALUES(count), token = VALUES(token)";
 
-/* Record the grant's token on the name. Params: token, name. */
-static const char SQL_TOKEN[] =
-    "/* rowlock:hold-token */ UPDATE `{{table}}` SET token = GREATEST(token, ?) WHERE name = ?";
-
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
 static const char SQL_RELEASE_ONE[] =
     "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1";
@@ -461,11 +457,6 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
                               RL_I64(ttl_us) };
     if ((rc = rowlock__db_exec(c, "acquire (insert): write entry", SQL_WRITE, 0, pw, 11, NULL, 0, NULL, NULL, &res)))
         goto fail;
-    if (*granted && token == drawn) {
-        rowlock__param pt[2] = { RL_U64(token), RL_STR(l->name, l->name_len) };
-        if ((rc = rowlock__db_exec(c, "acquire (insert): token", SQL_TOKEN, 0, pt, 2, NULL, 0, NULL, NULL, NULL)))
-            goto fail;
-    }
     if ((rc = rowlock__db_simple(c, "acquire (insert): commit", SQL_COMMIT)))
         goto fail;
     *ticket = tk;
