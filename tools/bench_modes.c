@@ -1,10 +1,11 @@
 /*
  * rowlock-bench --modes: shared locks and semaphores (issue 17).
  *
- *   rowlock-bench --modes [--seconds S] [CONNECTION OPTIONS]
+ *   rowlock-bench --modes [--seconds S] [--hold-us N] [CONNECTION OPTIONS]
  *
- * Each client is a process with its own connection that acquires and
- * releases one name in a loop (wait forever, lease 30 s) for S seconds; the
+ * Each client is a process with its own connection that acquires one name,
+ * holds it N µs (default 1000), releases it, in a loop (wait forever, lease
+ * 30 s) for S seconds; the
  * figure is the aggregate grants per second of all clients. Rows:
  *   exclusive (insert, one-row protocol) at 1 and 8 clients, for scale;
  *   shared readers at 1, 8 and 32 clients (they share the lock, so the
@@ -39,6 +40,8 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static long g_hold_us = 1000;
+
 static int client_loop(cli_conn *cc, modes_shared *s, int idx, const char *name, rowlock_mode mode,
                        unsigned permits)
 {
@@ -65,6 +68,8 @@ static int client_loop(cli_conn *cc, modes_shared *s, int idx, const char *name,
         int m = s->max_seen;
         while (now > m && !__atomic_compare_exchange_n(&s->max_seen, &m, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             ;
+        if (g_hold_us > 0)
+            usleep((useconds_t)g_hold_us);
         __atomic_sub_fetch(&s->current, 1, __ATOMIC_SEQ_CST);
         if (rowlock_release(l) != 0) {
             fprintf(stderr, "rowlock-bench: client %d: release: %s\n", idx, rowlock_client_errmsg(c));
@@ -126,6 +131,15 @@ int bench_modes_main(int argc, char **argv)
             return CLI_EX_USAGE;
         if (r > 0)
             continue;
+        if (strcmp(argv[i], "--hold-us") == 0 && i + 1 < argc) {
+            g_hold_us = atol(argv[i + 1]);
+            if (g_hold_us < 0 || g_hold_us > 10000000) {
+                fprintf(stderr, "rowlock-bench --modes: --hold-us must be 0-10000000\n");
+                return CLI_EX_USAGE;
+            }
+            i += 2;
+            continue;
+        }
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
             seconds = atof(argv[i + 1]);
             i += 2;
