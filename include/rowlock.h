@@ -428,9 +428,15 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  *   ROWLOCK_EUNSUPPORTED for-update on a Galera cluster without SINGLE_NODE,
  *                        or a second for-update name on one client;
  *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * Shared and semaphore handles (ROWLOCK_MODE_SHARED, permits): a shared
+ * holder asking exclusive through another handle of the same client is
+ * refused with ROWLOCK_EINVALID (no upgrade).
  * Blocks at most wait_ms plus a few round trips (and the client's timeouts):
  * an uncontended insert or optimistic grant is one statement; a refusal
- * adds a read that names the holder.
+ * adds a read that names the holder. An insert grant on a name used shared
+ * or as a semaphore (a multi-holder name) is one transaction of 5 round
+ * trips (src/holders.c); an exclusive handle meeting such a name for the
+ * first time pays the refused one-row claim and its read before it.
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 
@@ -500,7 +506,10 @@ typedef struct rowlock_info {
 
 /**
  * Read the lock's row. A for-update lock's holder is not written to the
- * row; `held` is found with a non-waiting probe and `owner` is "".
+ * row; `held` is found with a non-waiting probe and `owner` is "". For a
+ * shared lock or semaphore: held if any holder holds it, count = the holds
+ * of all holders, owner = the first holder, token = the latest grant's,
+ * the latest lease end (one more round trip; rowlock_holders() lists them).
  * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
  *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips.
  */
@@ -652,7 +661,8 @@ enum { ROWLOCK_LIST_STALE = 1u << 0 /**< only rows whose lease ended */ };
  * ROWLOCK_LIST_STALE for every row whose owner's lease ended, ordered by
  * name. `fn` returns 0 to go on, anything else to stop (rowlock_list then
  * returns that value). `fn` must not call rowlock on the same client.
- * for-update locks are not listed (their holders are row locks, not rows).
+ * for-update locks are not listed (their holders are row locks, not rows),
+ * nor are shared locks and semaphores (several holders: rowlock_holders()).
  * @return 0, fn's non-zero value, ROWLOCK_EDB, ROWLOCK_ENOMEM. One round trip.
  */
 ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
