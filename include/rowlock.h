@@ -360,9 +360,10 @@ typedef struct rowlock_lock_options {
     /* version 2 */
     rowlock_mode mode;             /**< default (0): ROWLOCK_MODE_EXCLUSIVE */
     /** A counting semaphore: the name admits at most `permits` shared
-     *  holders at once (insert strategy only; 0: no limit). Set when the
-     *  name first becomes a multi-holder name, or by rowlock_set_permits();
-     *  a handle asking a different N does not change it. */
+     *  holders at once (insert strategy only; 0: no limit). A name without
+     *  a limit takes the first N a handle asks for; after that only
+     *  rowlock_set_permits() changes it (a handle asking another N gets the
+     *  name's). */
     unsigned int permits;
 } rowlock_lock_options;
 
