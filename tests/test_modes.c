@@ -23,6 +23,7 @@ static rowlock_lock *ML(rowlock_client *c, const char *name, rowlock_mode mode, 
     o.mode = mode;
     o.permits = permits;
     assert_rc(rowlock_lock_new(&l, c, name, &o), 0, c);
+    tu_register_lock(l);
     return l;
 }
 

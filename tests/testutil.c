@@ -194,6 +194,11 @@ void tu_register_client(rowlock_client *c)
     reg_add((void **)reg_clients, TU_MAX_CLIENTS, c, "clients");
 }
 
+void tu_register_lock(rowlock_lock *l)
+{
+    reg_add((void **)reg_locks, TU_MAX_LOCKS, l, "locks");
+}
+
 static int open_client(rowlock_client **out, const char *defaults_file, const char *table,
                        unsigned int flags)
 {
