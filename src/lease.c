@@ -230,6 +230,15 @@ static void hint_drop(rowlock_lock *l)
     }
 }
 
+int rowlock__lease_client_holds(const rowlock_lock *l)
+{
+    for (const rowlock_lock *h = l->client->locks; h; h = h->next)
+        if (h->ops == l->ops && h->held > 0 && !h->lost && h->name_len == l->name_len &&
+            memcmp(h->name, l->name, l->name_len) == 0)
+            return 1;
+    return 0;
+}
+
 int rowlock__lease_lock_init(rowlock_lock *l)
 {
     hint_name(l);

@@ -168,8 +168,9 @@ static int check_autocommit(rowlock_lock *l, const char *what)
 /*
  * A claim whose connection died may still have committed: the row then names
  * our owner with a fresh token, and nobody is told. A later claim by this
- * owner would count it as a re-entry (same token, one hold too many: the
- * lock stays held until the lease ends, and two grants share a token). So
+ * owner would find the row taken (a claim grants only a free row) and wait
+ * for its own lease to end; optimistic would count it as a re-entry (one
+ * hold too many: held until the lease ends, two grants sharing a token). So
  * after such a failure the handle is marked uncertain, and before its next
  * claim, if no other handle of this client holds the name (then a row of
  * ours cannot be a re-entry), one read decides: a live row of ours with
@@ -185,12 +186,9 @@ static int adopt_leftover(rowlock_lock *l, int *adopted)
         l->claim_uncertain = 0;
         return 0;
     }
-    for (rowlock_lock *h = c->locks; h; h = h->next) {
-        if (h != l && h->ops == l->ops && h->held > 0 && !h->lost && h->name_len == l->name_len &&
-            memcmp(h->name, l->name, l->name_len) == 0) {
-            l->claim_uncertain = 0; /* a row of ours is that handle's: a re-entry */
-            return 0;
-        }
+    if (rowlock__lease_client_holds(l)) {
+        l->claim_uncertain = 0; /* a row of ours is another handle's: a re-entry */
+        return 0;
     }
     rowlock_info info = ROWLOCK_INFO_INIT;
     int rc = rowlock__row_read(c, l->name, l->name_len, &info);

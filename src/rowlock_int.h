@@ -489,6 +489,9 @@ typedef struct rowlock__lease_lock {
 int rowlock__lease_lock_init(rowlock_lock *l);
 void rowlock__lease_lock_free(rowlock_lock *l);
 void rowlock__lease_client_free(rowlock_client *c, void *state);
+/* Whether a handle of l's client (l included) holds l's name with l's
+ * strategy: an acquire then is a re-entry. */
+int rowlock__lease_client_holds(const rowlock_lock *l);
 /* Take the wake-up hint after a grant whose statement could not (a new row). */
 void rowlock__hint_take(rowlock_lock *l);
 /* Let the hint go after a release that handed the lock over (its statement

@@ -6,7 +6,9 @@
  *            existing row is taken over in the same statement (ON DUPLICATE
  *            KEY UPDATE) when it is free or its lease ended by the server's
  *            UTC_TIMESTAMP(6) and this session holds or gets the wake-up hint
- *            (ROWLOCK__HINT_TRY; lease.c); the same owner re-enters (count + 1).
+ *            (ROWLOCK__HINT_TRY; lease.c). A client that already holds the
+ *            name re-enters with REENTER instead (count + 1, 1 round trip;
+ *            if its lease ended, the claim follows).
  *            The outcome comes back through LAST_INSERT_ID(expr), which the
  *            statement sets to the grant's token, or to 0 when nothing was
  *            granted. A new row takes the hint with one more round trip. A
@@ -47,50 +49,85 @@
 #include <string.h>
 
 /*
- * Named pieces of ACQUIRE's ON DUPLICATE KEY UPDATE, where VALUES(owner) is
- * the claimer and LAST_INSERT_ID() the outcome so far:
+ * Named pieces of ACQUIRE's ON DUPLICATE KEY UPDATE, where LAST_INSERT_ID()
+ * is the outcome so far:
  *   DENY       keep the token and record "nothing granted" (LAST_INSERT_ID 0)
- *   OURS_LIVE  the row is the claimer's own live grant (a re-entry); NULL
- *              when owner is NULL, so it is only ever the true branch's test
- *   GRANTED    the first assignment granted something (new or re-entered)
+ *   GRANTED    the first assignment granted the row
  */
 #define DENY "token + 0 * LAST_INSERT_ID(0)"
-#define OURS_LIVE "(owner = VALUES(owner) AND expires_at > UTC_TIMESTAMP(6))"
 #define GRANTED "LAST_INSERT_ID() <> 0"
 
-/* Params: name, owner, lease µs, RL_HINT_TRY, re-entry increment (1; 0 with
- * ROWLOCK__TRY_HANDED: our owner's live row was handed to us by a release).
- * Variant: lock-wait milliseconds (0 = try once). */
+/* Params: name, owner, lease µs, RL_HINT_TRY. Variant: lock-wait
+ * milliseconds (0 = try once). A row that is not free is never granted here,
+ * not even to our own owner: re-entry is REENTER's, tried only when this
+ * client holds the name (or heads its queue), so a grant can never be counted
+ * as a re-entry by accident. The nested IF tries the hint only on a free row
+ * of this strategy. */
 static const char ACQUIRE[] =
     "/* rowlock:claim */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
     "INSERT INTO `{{table}}` (name, strategy, owner, count, token, acquired_at, expires_at) "
     "VALUES (?, 1, ?, 1, LAST_INSERT_ID(" ROWLOCK__NEW_TOKEN "), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "ON DUPLICATE KEY UPDATE "
-    " token = IF(strategy <> 1, " DENY ","
-    "          IF(" ROWLOCK__SQL_FREE_ROW ","
-    "             IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, VALUES(token))), " DENY "),"
-    "          IF(owner = VALUES(owner), LAST_INSERT_ID(token), " DENY "))),"
-    " count = IF(" GRANTED ", IF(" OURS_LIVE ", count + ?, 1), count),"
-    " acquired_at = IF(NOT " GRANTED " OR " OURS_LIVE ", acquired_at, UTC_TIMESTAMP(6)),"
-    " expires_at = IF(" GRANTED ", IF(" OURS_LIVE ", GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),"
-    "          expires_at),"
+    " token = IF(strategy = 1 AND " ROWLOCK__SQL_FREE_ROW ","
+    "          IF(" ROWLOCK__HINT_TRY ", LAST_INSERT_ID(GREATEST(token + 1, VALUES(token))), " DENY "), " DENY "),"
+    " count = IF(" GRANTED ", 1, count),"
+    " acquired_at = IF(" GRANTED ", UTC_TIMESTAMP(6), acquired_at),"
+    " expires_at = IF(" GRANTED ", VALUES(expires_at), expires_at),"
     " owner = IF(" GRANTED ", VALUES(owner), owner)";
+
+/* Params: re-entry increment (1; 0 with ROWLOCK__TRY_HANDED: a release
+ * handed our owner the row, and this write makes that durable before we
+ * report it), lease µs, name, owner. Our owner's live row only; the token
+ * comes back through LAST_INSERT_ID(token). */
+static const char REENTER[] =
+    "/* rowlock:reenter */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
+    "UPDATE `{{table}}` SET count = count + ?, token = LAST_INSERT_ID(token),"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "WHERE name = ? AND owner = ? AND strategy = 1 AND expires_at > UTC_TIMESTAMP(6)";
+
+static int reenter(rowlock_lock *l, int64_t lease_ms, long waits, int64_t increment)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[4] = { RL_I64(increment), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
+                            RL_STR(c->owner, c->owner_len) };
+    rowlock__res res;
+    int rc = rowlock__db_exec(c, "acquire (insert)", REENTER, waits, p, 4, NULL, 0, NULL, NULL, &res);
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return ROWLOCK_EBUSY;
+    l->token = res.insert_id;
+    return 0;
+}
 
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[7] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
-                            RL_HINT_TRY(l, flags), RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1) };
-    rowlock__res res;
     /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
      * for the concurrent statement holding the row (normally microseconds;
      * a for-update holder of a name we may not use holds it longer). */
     long waits = remaining_ms == 0 ? 0 : 1000;
-    int rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 7, NULL, 0, NULL, NULL, &res);
+    int rc;
+    if (rowlock__lease_client_holds(l)) {
+        /* A re-entry: one statement. It matches nothing only when our lease
+         * ended; then the name is claimed like any other. */
+        rc = reenter(l, lease_ms, waits, 1);
+        if (rc != ROWLOCK_EBUSY)
+            return rc;
+    }
+    rowlock__param p[6] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
+                            RL_HINT_TRY(l, flags) };
+    rowlock__res res;
+    rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 6, NULL, 0, NULL, NULL, &res);
     if (rc)
         return rc;
-    if (res.insert_id == 0)
+    if (res.insert_id == 0) {
+        /* Denied. While heading the queue, a release may have handed our
+         * owner the row: take it (one more statement, waiters only). */
+        if (flags & ROWLOCK__TRY_HANDED)
+            return reenter(l, lease_ms, waits, 0);
         return ROWLOCK_EBUSY;
+    }
     l->token = res.insert_id;
     if (res.affected == 1)
         rowlock__hint_take(l); /* a new row: its INSERT took no hint */

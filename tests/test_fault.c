@@ -277,6 +277,54 @@ static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(
     assert_rc(rowlock_release(lo), 0, other);
 }
 
+/*
+ * A release hands the lock to the waiter heading the queue, but the waiter
+ * never learns it from its head-wait statement (it fails every time): it
+ * polls, its claim is denied (the row is its owner's, not free), and the
+ * re-entry statement with increment 0 takes the handed row. Without that
+ * step the waiter would give up at its deadline while the row names it.
+ */
+static int handed_waiter(void *arg, int idx)
+{
+    (void)idx;
+    tu_pipe *ready = arg;
+    rowlock_client *a;
+    rowlock_lock *la;
+    int setup = tu_child_lock(TABLE, "acq-handed", ROWLOCK_STRATEGY_INSERT, &a, &la);
+    if (setup)
+        return setup;
+    if (rowlock__fault_set(a, "head-wait", 0, ROWLOCK__FAULT_ERROR, 1235) != 0)
+        return 12;
+    tu_signal(ready, 'r');
+    int rc = rowlock_acquire(la, 8000, 60000);
+    if (rc != 0) {
+        fprintf(stderr, "handed waiter: %s\n", rowlock_client_errmsg(a));
+        return 1;
+    }
+    if (rowlock__fault_fired(a, "head-wait") < 1)
+        return 2; /* it never headed the queue: the test proved nothing */
+    if (row_count("acq-handed") != 1)
+        return 3;
+    return rowlock_release(la) == 0 ? 0 : 4;
+}
+
+static void test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim(void **state)
+{
+    (void)state;
+    rowlock_client *b = C();
+    rowlock_lock *lb = tu_lock(b, "acq-handed", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lb, 0, 60000), 0, b);
+    tu_pipe ready;
+    tu_pipe_open(&ready);
+    pid_t pid = tu_fork(handed_waiter, &ready, 0);
+    assert_int_equal(tu_await(&ready, 10000), 'r');
+    tu_sleep_ms(800); /* the waiter heads the queue and polls */
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_int_equal(tu_wait(pid, 15000), 0);
+    tu_pipe_close(&ready);
+    assert_false(row_held("acq-handed"));
+}
+
 /* ---- release ------------------------------------------------------------------------ */
 
 static void test_release__one_lock_wait_timeout_is_retried(void **state)
@@ -533,6 +581,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_stalled_claim_still_grants),
         FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
         FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
+    FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
         FT(test_release__one_lock_wait_timeout_is_retried),
         FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
         FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),

@@ -13,7 +13,8 @@ Record format
 One JSON object per line. All times ("t", "req", "t0", "t1") are
 CLOCK_MONOTONIC in microseconds, the same clock in every process of the one
 machine (C: clock_gettime(CLOCK_MONOTONIC); Python: time.monotonic_ns()).
-"gid" names one critical section (one grant): "PID.SEQ".
+"gid" names one critical section (one grant), unique in the history:
+"PID-START.SEQ" (START: the process's start time, so a reused pid gets new ids).
 
 Written by the worker (tests/fault/fault_worker.c):
   begin  name gid pid ppid token strategy via(lib|cli|nolock) req t lease_ms
@@ -160,6 +161,10 @@ def build(recs):
     for r in recs:
         ev = r.get("ev")
         if ev == "begin":
+            if r["gid"] in secs:
+                # Two sections under one id would be checked as one: refuse
+                # the history rather than judge it wrongly.
+                raise ValueError("gid %r begins twice: section ids must be unique" % r["gid"])
             secs[r["gid"]] = Section(r)
         elif ev in ("inc", "renew", "fence", "releasing", "end"):
             s = secs.get(r["gid"])
@@ -184,7 +189,8 @@ def build(recs):
         elif ev == "fault":
             faults.append(r)
         elif ev == "cli_exit":
-            cli_exit[r["pid"]] = r
+            # A long run reuses pids: keep every exit of a pid, in time order.
+            cli_exit.setdefault(r["pid"], []).append(r)
     t_last = max([int(r.get("t", r.get("t1", 0))) for r in recs] or [0])
     kills = collections.defaultdict(list)
     pauses = collections.defaultdict(list)
@@ -201,7 +207,10 @@ def build(recs):
         if any(s.begin <= t <= s.end for g in s.groups for t in pauses.get(g, [])):
             s.paused = True
         if s.via == "cli":
-            ex = cli_exit.get(s.ppid)
+            # The exit of this section's `rowlock run`: the first exit of
+            # its pid after the section began (a later process may reuse it).
+            ex = next((e for e in sorted(cli_exit.get(s.ppid, []), key=lambda e: int(e["t"]))
+                       if int(e["t"]) >= s.begin), None)
             if ex is not None and int(ex["rc"]) == 75:
                 s.how = "lost" if s.how == "completed" else s.how
             if s.how == "killed":

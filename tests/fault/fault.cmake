@@ -8,15 +8,16 @@
 #
 #   fault_checker         the checker on synthetic histories (no server)
 #   fault_<scenario>      holder_kill, server_restart, pause, relay, db_error
-#                         (placeholder until the src/db.c fault seam lands),
-#                         planted (must make the checker FAIL), soak
+#                         (1205/1213/2013 injected through the src/db.c fault
+#                         seam), planted (must make the checker FAIL), soak,
+#                         late_claim
 #   fault_summary         prints the table of every scenario run (last)
 #
 # ROWLOCK_SOAK_SECONDS (at test time) sets the soak's length (default 120).
 
 find_program(ROWLOCK_PYTHON3 python3)
 if(NOT ROWLOCK_PYTHON3 OR NOT TARGET tool_rowlock)
-  message(STATUS "rowlock fault suite: python3 or the rowlock tool missing, not added")
+  message(WARNING "rowlock fault suite: python3 or the rowlock tool (ROWLOCK_BUILD_TOOLS) missing, not added")
   return()
 endif()
 

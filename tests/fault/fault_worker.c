@@ -16,7 +16,9 @@
  *   fault_worker fence --dir DIR --name N --token T [--log LOG]
  *                     (one fenced write; exit 0 accepted, 3 rejected)
  *
- * One critical section ("section", identified by gid = pid.seq):
+ * One critical section ("section", identified by gid = pid-start.seq, where
+ * start is this process's start on CLOCK_MONOTONIC in µs, hex: a long soak
+ * spawns more processes than pid_max, so a pid alone repeats):
  *   begin   acquire returned (or COMMAND started)
  *   inc     the deliberately non-atomic counter: read DIR/counter.NAME,
  *           sleep --counter-ms, write value+1 (no lock of its own: two
@@ -67,6 +69,13 @@ static int64_t now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "pid-start": names this process uniquely for the whole run (gid prefix). */
+static char proc_id[48];
+static void proc_id_init(void)
+{
+    snprintf(proc_id, sizeof proc_id, "%d-%llx", (int)getpid(), (unsigned long long)now_us());
 }
 
 /* Sleep until the monotonic time `until_us` (absolute: after a SIGSTOP
@@ -302,7 +311,7 @@ static int run_section(opts *o)
     const char *name = getenv("ROWLOCK_NAME"), *tok = getenv("ROWLOCK_TOKEN");
     const char *spawn = getenv("FAULT_SPAWN_US"), *strategy = getenv("FAULT_STRATEGY");
     const char *lease = getenv("FAULT_LEASE_MS");
-    char gid[64];
+    char gid[96];
     uint64_t token;
     int64_t t_begin, t_end;
     int ok;
@@ -315,7 +324,7 @@ static int run_section(opts *o)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
-    snprintf(gid, sizeof gid, "%d.0", (int)getpid());
+    snprintf(gid, sizeof gid, "%s.0", proc_id);
     t_begin = now_us();
     rec("{\"ev\":\"begin\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"ppid\":%d,\"token\":%" PRIu64
         ",\"strategy\":\"%s\",\"via\":\"cli\",\"req\":%s,\"t\":%" PRId64 ",\"lease_ms\":%s}",
@@ -384,7 +393,7 @@ static int run_loop(opts *o)
     sigaction(SIGTERM, &sa, NULL);
 
     while (!got_term && (o->count <= 0 || seq < o->count) && now_us() < deadline) {
-        char gid[64];
+        char gid[96];
         uint64_t token = 0;
         int64_t t_req, t_begin, t_end, last_req, hold_end;
         const char *how = "completed";
@@ -424,7 +433,7 @@ static int run_loop(opts *o)
                 token = first_token;
         }
         seq++;
-        snprintf(gid, sizeof gid, "%d.%ld", (int)getpid(), seq);
+        snprintf(gid, sizeof gid, "%s.%ld", proc_id, seq);
         t_begin = now_us();
         last_req = t_req;
         rec("{\"ev\":\"begin\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"ppid\":%d,\"token\":%" PRIu64
@@ -573,6 +582,7 @@ static int run_repro(opts *o)
 int main(int argc, char **argv)
 {
     opts o;
+    proc_id_init();
     memset(&o, 0, sizeof o);
     o.lease_ms = 2000;
     o.wait_ms = 5000;
@@ -589,12 +599,12 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "section") == 0)
         return run_section(&o);
     if (strcmp(argv[1], "fence") == 0) {
-        char gid[64];
+        char gid[96];
         if (o.name == NULL)
             usage();
         if (o.log != NULL)
             open_log(o.log);
-        snprintf(gid, sizeof gid, "%d.0", (int)getpid());
+        snprintf(gid, sizeof gid, "%s.0", proc_id);
         int r = fence_write(o.dir, o.name, o.token, gid);
         return r == 1 ? 0 : r == 0 ? 3 : 1;
     }
