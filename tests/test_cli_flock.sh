@@ -65,6 +65,8 @@ rl run --nonblock --exclusive --conflict-exit-code 5 "$n" echo "You will never s
 check "--nonblock --exclusive while a shared holder runs: the conflict code (5)" 5 $? "$(cat "$W/x.err")"
 [[ ! -s $W/x.out ]] && pass "... and COMMAND did not run" || fail "... and COMMAND did not run" "$(cat "$W/x.out")"
 
+rl run --shared --nonblock "$n" true 2>"$W/sn.err"
+check "--shared --nonblock while a shared holder runs: 0 (readers coexist)" 0 $? "$(cat "$W/sn.err")"
 out=$(rl run --shared "$n" echo "shared ok" 2>"$W/s.err")
 check "--shared while a shared holder runs: 0" 0 $? "$(cat "$W/s.err")"
 [[ $out == "shared ok" ]] && pass "... and COMMAND ran" || fail "... and COMMAND ran" "got '$out'"
