@@ -60,7 +60,7 @@ _rowlock_value()
     case $1 in
     --defaults-file | --socket | --ssl-ca) _rowlock_files "$2" ;;
     --ssl-mode) _rowlock_add "$2" DISABLED PREFERRED REQUIRED VERIFY_CA VERIFY_IDENTITY ;;
-    -s | --strategy) _rowlock_add "$2" insert for-update optimistic ;;
+    -S | --strategy) _rowlock_add "$2" insert for-update optimistic ;;
     --pause) _rowlock_add "$2" auto 0 ;;
     esac
 }
@@ -68,7 +68,7 @@ _rowlock_value()
 # _rowlock_valued OPTION: is OPTION one that takes a separate value?
 _rowlock_valued()
 {
-    case " $_rowlock_conn_valued -s --strategy -w --wait --timeout -l --lease -E --conflict-exit-code --pid --grace --batch --pause --max-seconds " in
+    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code --owner --pid --grace --batch --pause --max-seconds " in
     *" $1 "*) return 0 ;;
     esac
     return 1
@@ -179,21 +179,22 @@ _rowlock()
         if [[ $cur == -* ]]; then
             _rowlock_add "$cur" $_rowlock_conn_opts --help --version
         else
-            _rowlock_add "$cur" run status list release migrate lock unlock help
+            _rowlock_add "$cur" run status list release migrate lock unlock permits help
         fi
         ;;
     run)
         if [[ $cur == -* ]]; then
-            _rowlock_add "$cur" --strategy --nonblock --wait --lease --conflict-exit-code \
-                --verbose --help $_rowlock_conn_opts
+            _rowlock_add "$cur" --shared --exclusive --permits --strategy --nonblock --nb --wait \
+                --timeout --lease --conflict-exit-code --command --close --no-fork --verbose \
+                --version --help $_rowlock_conn_opts
         else
             _rowlock_names "$cur"
         fi
         ;;
     lock)
         if [[ $cur == -* ]]; then
-            _rowlock_add "$cur" --strategy --nonblock --wait --lease --conflict-exit-code \
-                --pid --verbose --json --help $_rowlock_conn_opts
+            _rowlock_add "$cur" --shared --exclusive --permits --strategy --nonblock --wait \
+                --lease --conflict-exit-code --pid --verbose --json --help $_rowlock_conn_opts
         elif ((!name_done)); then
             _rowlock_names "$cur"
         fi
@@ -206,7 +207,7 @@ _rowlock()
             if [[ $cmd == status ]]; then
                 _rowlock_add "$cur" --json --help $_rowlock_conn_opts
             else
-                _rowlock_add "$cur" --force --json --help $_rowlock_conn_opts
+                _rowlock_add "$cur" --force --owner --json --help $_rowlock_conn_opts
             fi
         elif ((!name_done)); then
             _rowlock_names "$cur"
@@ -215,11 +216,18 @@ _rowlock()
     list)
         [[ $cur == -* ]] && _rowlock_add "$cur" --json --stale --help $_rowlock_conn_opts
         ;;
+    permits)
+        if [[ $cur == -* ]]; then
+            _rowlock_add "$cur" --help $_rowlock_conn_opts
+        elif ((!name_done)); then
+            _rowlock_names "$cur"
+        fi
+        ;;
     migrate)
         [[ $cur == -* ]] && _rowlock_add "$cur" --dry-run --json --help $_rowlock_conn_opts
         ;;
     help)
-        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock
+        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock permits
         ;;
     esac
     return 0

@@ -347,15 +347,37 @@ ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s);
 /** Parse a strategy name. @return 0 or ROWLOCK_EINVALID. */
 ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name);
 
-#define ROWLOCK_LOCK_OPTIONS_VERSION 1
+/* Version 2 added mode and permits; version 1 structs (without them) are
+ * still accepted and make exclusive handles. */
+#define ROWLOCK_LOCK_OPTIONS_VERSION 2
+
+/** How a handle holds its lock. */
+typedef enum rowlock_mode {
+    /** One holder at a time (the default). */
+    ROWLOCK_MODE_EXCLUSIVE = 0,
+    /** Any number of shared holders at once (at most `permits` when it is
+     *  set), never together with an exclusive holder. insert and for-update
+     *  (LOCK IN SHARE MODE); optimistic refuses it (ROWLOCK_EUNSUPPORTED). */
+    ROWLOCK_MODE_SHARED = 1
+} rowlock_mode;
 
 /** Options for a lock handle. */
 typedef struct rowlock_lock_options {
     unsigned int version;          /**< ROWLOCK_LOCK_OPTIONS_VERSION */
     rowlock_strategy strategy;     /**< default (0): ROWLOCK_STRATEGY_INSERT */
+    /* version 2 */
+    rowlock_mode mode;             /**< default (0): ROWLOCK_MODE_EXCLUSIVE */
+    /** A counting semaphore: the name admits at most `permits` shared
+     *  holders at once (insert strategy only; 0: no limit). A name without
+     *  a limit takes the first N a handle asks for; after that only
+     *  rowlock_set_permits() changes it (a handle asking another N gets the
+     *  name's). */
+    unsigned int permits;
 } rowlock_lock_options;
 
-#define ROWLOCK_LOCK_OPTIONS_INIT { ROWLOCK_LOCK_OPTIONS_VERSION, (rowlock_strategy)0 }
+#define ROWLOCK_LOCK_OPTIONS_INIT { ROWLOCK_LOCK_OPTIONS_VERSION, (rowlock_strategy)0, ROWLOCK_MODE_EXCLUSIVE, 0u }
+/** The largest number of permits. */
+#define ROWLOCK_PERMITS_MAX 1000000u
 
 /** Longest lock name, in bytes. */
 #define ROWLOCK_NAME_MAX 255
@@ -415,9 +437,15 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  *   ROWLOCK_EUNSUPPORTED for-update on a Galera cluster without SINGLE_NODE,
  *                        or a second for-update name on one client;
  *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * Shared and semaphore handles (ROWLOCK_MODE_SHARED, permits): a shared
+ * holder asking exclusive through another handle of the same client is
+ * refused with ROWLOCK_EINVALID (no upgrade).
  * Blocks at most wait_ms plus a few round trips (and the client's timeouts):
  * an uncontended insert or optimistic grant is one statement; a refusal
- * adds a read that names the holder.
+ * adds a read that names the holder. An insert grant on a name used shared
+ * or as a semaphore (a multi-holder name) is one transaction of 5 round
+ * trips (src/holders.c); an exclusive handle meeting such a name for the
+ * first time pays the refused one-row claim and its read before it.
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 
@@ -460,6 +488,9 @@ ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l);
 /** The handle's strategy. */
 ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
 
+/** The handle's mode (ROWLOCK_MODE_EXCLUSIVE for version 1 options). */
+ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l);
+
 /* rowlock_info: the caller sets version (ROWLOCK_INFO_VERSION when it was
  * compiled); the library fills the fields of that version. */
 #define ROWLOCK_INFO_VERSION 1
@@ -484,7 +515,10 @@ typedef struct rowlock_info {
 
 /**
  * Read the lock's row. A for-update lock's holder is not written to the
- * row; `held` is found with a non-waiting probe and `owner` is "".
+ * row; `held` is found with a non-waiting probe and `owner` is "". For a
+ * shared lock or semaphore: held if any holder holds it, count = the holds
+ * of all holders, owner = the first holder, token = the latest grant's,
+ * the latest lease end (one more round trip; rowlock_holders() lists them).
  * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
  *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips.
  */
@@ -786,7 +820,8 @@ enum { ROWLOCK_LIST_STALE = 1u << 0 /**< only rows whose lease ended */ };
  * ROWLOCK_LIST_STALE for every row whose owner's lease ended, ordered by
  * name. `fn` returns 0 to go on, anything else to stop (rowlock_list then
  * returns that value). `fn` must not call rowlock on the same client.
- * for-update locks are not listed (their holders are row locks, not rows).
+ * for-update locks are not listed (their holders are row locks, not rows),
+ * nor are shared locks and semaphores (several holders: rowlock_holders()).
  * @return 0, fn's non-zero value, ROWLOCK_EDB, ROWLOCK_ENOMEM. One round trip.
  */
 ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
@@ -803,6 +838,56 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
  *   ROWLOCK_EDB. Two round trips.
  */
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
+
+/* Shared locks and semaphores: multi-holder names (insert strategy). */
+#define ROWLOCK_HOLDER_INFO_VERSION 1
+
+/** One holder (or queued waiter) of a multi-holder name. */
+typedef struct rowlock_holder_info {
+    unsigned int version;       /**< set by the caller: ROWLOCK_HOLDER_INFO_VERSION */
+    char name[ROWLOCK_NAME_MAX + 1];
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    rowlock_mode mode;
+    int granted;                /**< 1 holds it, 0 waits in the queue */
+    int live;                   /**< its lease (a waiter's: its last try) has not ended */
+    unsigned int count;         /**< re-entrant hold count */
+    uint64_t token;             /**< fencing token of the grant (0 while waiting) */
+    uint64_t ticket;            /**< place in the name's FIFO queue */
+    int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended */
+    unsigned int permits;       /**< the name's permits (0: no limit) */
+} rowlock_holder_info;
+
+/**
+ * Call `fn` for every holder and queued waiter of multi-holder name `name`
+ * (NULL: of every such name), in name and queue order, live or not. `fn`
+ * returns 0 to go on; it must not call rowlock on the same client.
+ * @return 0, fn's non-zero value, ROWLOCK_EINVALID (bad name), ROWLOCK_EDB.
+ *   One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
+                                   int (*fn)(const rowlock_holder_info *h, void *arg), void *arg);
+
+/**
+ * Set the permits of a name (0: any number of shared holders; N: a counting
+ * semaphore of N). Holders keep their grants when N shrinks; new ones wait
+ * until fewer than N hold it. A free name without a row becomes a
+ * multi-holder name.
+ * @return 0, ROWLOCK_EINVALID (bad name, N over ROWLOCK_PERMITS_MAX, a name
+ *   of another strategy), ROWLOCK_EBUSY (an exclusive one-row holder holds
+ *   it now), ROWLOCK_EDB. One or two round trips.
+ */
+ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits);
+
+/**
+ * Administrative release of holders of a multi-holder name: the holder
+ * `owner`, or every holder and waiter when owner is NULL. Their release and
+ * renew then fail with ROWLOCK_ENOTOWNER. (rowlock_force_release() on such
+ * a name releases all.)
+ * @param released  if not NULL, set to the number of entries removed.
+ * @return 0, ROWLOCK_EINVALID, ROWLOCK_EDB. One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
+                                                unsigned int *released);
 
 /* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
 #define ROWLOCK_REAP_OPTIONS_VERSION 2

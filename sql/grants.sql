@@ -3,7 +3,8 @@
 --
 -- Lock takers need rows only: SELECT/INSERT/UPDATE/DELETE on the lock table,
 -- SELECT/INSERT on its token sequence (NEXTVAL needs both), SELECT/INSERT/
--- DELETE on its waiter queue (REPLACE needs INSERT and DELETE), SELECT on the
+-- DELETE on its waiter queue (REPLACE needs INSERT and DELETE), the rows of
+-- its holders table (shared locks, semaphores), SELECT on the
 -- schema-version table; SELECT/INSERT/UPDATE on the token floor (the reaper
 -- raises it; cluster clients read it). Schema changes (rowlock migrate) are for an admin
 -- account; the reaper needs the same rights as a lock taker.
@@ -12,4 +13,6 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON rowlock.`{{table}}` TO 'rowlock_app'@'%'
 GRANT SELECT, INSERT ON rowlock.`{{table}}_token` TO 'rowlock_app'@'%';
 GRANT SELECT, INSERT, DELETE ON rowlock.`{{table}}_queue` TO 'rowlock_app'@'%';
 GRANT SELECT, INSERT, UPDATE ON rowlock.`{{table}}_floor` TO 'rowlock_app'@'%';
+-- Shared locks and semaphores (schema 0004): the holders table.
+GRANT SELECT, INSERT, UPDATE, DELETE ON rowlock.`{{table}}_hold` TO 'rowlock_app'@'%';
 GRANT SELECT ON rowlock.rowlock_schema TO 'rowlock_app'@'%';

@@ -45,6 +45,8 @@ static int list_row(void *p)
 {
     struct list_ctx *x = p;
     rowlock__row_cols_store(x->cols, &x->info);
+    if (x->info.held && !x->info.owner[0] && x->info.strategy == ROWLOCK_STRATEGY_INSERT)
+        return 0; /* a multi-holder name: its holders are listed by rowlock_holders() */
     return x->fn(&x->info, x->arg);
 }
 
@@ -92,7 +94,13 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
                                                                    : "not kept in its row");
     }
     int was_held = ops && info.held;
-    if (was_held) {
+    if (was_held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT) {
+        /* A multi-holder name: release every holder (holders.c). */
+        unsigned n = 0;
+        if ((rc = rowlock_force_release_holder(c, name, NULL, &n)))
+            return rc;
+        was_held = n > 0;
+    } else if (was_held) {
         rowlock__param p[4] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
                                 RL_U64(info.token), RL_I64(info.strategy) };
         rowlock__res res;
@@ -149,6 +157,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
     if (o->dry_run) {
         st.purged = (uint64_t)survey[0].i;
         st.complete = 1;
+        rc = rowlock__holders_reap(c, grace_ms, batch, 1, &st.purged);
         goto out;
     }
     int cluster = 0;
@@ -180,7 +189,9 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         st.batches++;
         st.purged += res.affected;
         if (res.affected < batch) {
-            st.complete = 1;
+            /* Then the holder entries of multi-holder names (holders.c). */
+            rc = rowlock__holders_reap(c, grace_ms, batch, 0, &st.purged);
+            st.complete = rc == 0;
             break;
         }
         if (pause_ms == ROWLOCK_REAP_PAUSE_AUTO)

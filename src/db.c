@@ -767,7 +767,7 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
     memset(pb, 0, sizeof pb);
     for (unsigned i = 0; i < nparams; i++) {
         const rowlock__param *p = &params[i];
-        pnull[i] = 0;
+        pnull[i] = p->type == ROWLOCK__T_STR && p->s == NULL; /* a string NULL is SQL NULL */
         pb[i].is_null = &pnull[i];
         switch (p->type) {
         case ROWLOCK__T_STR:

@@ -65,6 +65,7 @@ struct rowlock__kept {
     char name[ROWLOCK_NAME_MAX + 1];
     rowlock_strategy strategy;
     uint64_t token;
+    int held_multi;          /* a holders-table grant (shared, semaphore: holders.c) */
     int fd;                  /* for-update: the holding session's socket; else -1 */
     int64_t lease_ms, interval_us, warn_us;
     int64_t next_us;         /* next renewal (monotonic µs) */
@@ -223,6 +224,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         if (rc == 0) {
             e->shadow->held = 1; /* renews only: never acquires or releases */
             e->shadow->token = e->token;
+            e->shadow->held_multi = e->held_multi;
         }
     }
     int64_t sent = rowlock__now_us();
@@ -568,6 +570,7 @@ static int track(rowlock_lock *l, int64_t sent_us)
     memcpy(e->name, l->name, l->name_len + 1);
     e->strategy = l->ops->id;
     e->token = l->token;
+    e->held_multi = l->held_multi;
     e->fn = l->keep.on_event;
     e->arg = l->keep.arg;
     e->lease_ms = l->keep.lease_ms ? l->keep.lease_ms : l->lease_ms;

@@ -233,6 +233,8 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
     }
     if (r.strategy != sid)
         return rowlock__explain_busy(l, l->ops->id);
+    if (r.held && r.owner[0] == '\0')
+        return ROWLOCK__EMULTI; /* a multi-holder name (holders.c): never taken over here */
     const uint64_t next = r.next[0] ? hash64(r.next) : 0;
     if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen || r.held != L->cl_held || next != L->cl_next) {
         L->cl_seen = 1;

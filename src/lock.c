@@ -27,14 +27,29 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
         return c ? rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: out is NULL") : ROWLOCK_EINVALID;
     *out = NULL;
     rowlock__clear_error(c);
-    if (opts && opts->version != ROWLOCK_LOCK_OPTIONS_VERSION)
+    if (opts && (opts->version < 1 || opts->version > ROWLOCK_LOCK_OPTIONS_VERSION))
         return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "lock_new: rowlock_lock_options.version is %u, this library knows %d", opts->version,
+                             "lock_new: rowlock_lock_options.version is %u, this library knows 1-%d", opts->version,
                              ROWLOCK_LOCK_OPTIONS_VERSION);
     rowlock_strategy s = opts && opts->strategy ? opts->strategy : ROWLOCK_STRATEGY_INSERT;
     const rowlock__strategy_ops *ops = rowlock__strategy_find(s);
     if (ops == NULL || ops->version != ROWLOCK__STRATEGY_OPS_VERSION)
         return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: unknown strategy %d", (int)s);
+    /* Version 1 callers have no mode: exclusive. */
+    int mode = opts && opts->version >= 2 ? (int)opts->mode : ROWLOCK_MODE_EXCLUSIVE;
+    unsigned int permits = opts && opts->version >= 2 ? opts->permits : 0;
+    if (mode != ROWLOCK_MODE_EXCLUSIVE && mode != ROWLOCK_MODE_SHARED)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: unknown mode %d", mode);
+    if (permits > ROWLOCK_PERMITS_MAX)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: %u permits is over the limit (%u)", permits,
+                             ROWLOCK_PERMITS_MAX);
+    if (permits > 0 && s != ROWLOCK_STRATEGY_INSERT)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "lock_new: semaphores (permits) need the insert strategy, not %s", ops->name);
+    if (mode == ROWLOCK_MODE_SHARED && s == ROWLOCK_STRATEGY_OPTIMISTIC)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "lock_new: the optimistic strategy has no shared mode (its version row has one owner, "
+                             "and a compare-and-set cannot count readers); use insert or for-update");
 
     if (name == NULL)
         return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: lock name is NULL");
@@ -63,6 +78,9 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     l->state = ops->lock_state_size ? (char *)l + head : NULL;
     memcpy(l->name, name, n + 1);
     l->name_len = n;
+    l->mode = mode;
+    l->permits = permits;
+    l->multi = s == ROWLOCK_STRATEGY_INSERT && (mode == ROWLOCK_MODE_SHARED || permits > 0);
     quote_name(l->shown, sizeof l->shown, name);
     int rc = ops->lock_init ? ops->lock_init(l) : 0;
     if (rc) {
@@ -172,7 +190,8 @@ static int handed_over(const rowlock_lock *l)
 static int adopt_leftover(rowlock_lock *l, int64_t lease_ms, int *adopted)
 {
     *adopted = 0;
-    if (!(l->ops->flags & ROWLOCK__S_LEASE_ROW) || l->held > 0) {
+    if (!(l->ops->flags & ROWLOCK__S_LEASE_ROW) || l->held > 0 || l->multi) {
+        /* (holders.c adopts a multi-holder grant of ours itself) */
         l->claim_uncertain = 0;
         return 0;
     }
@@ -214,7 +233,7 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
         if (adopted)
             return 0;
         if (rc == 0)
-            rc = l->ops->acquire(l, left, lease_ms);
+            rc = rowlock__mode_acquire(l, left, lease_ms);
         if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
             l->claim_uncertain = 1;
         if (rc != ROWLOCK_EDB || wait_ms == 0 || !c->owns_mysql || l->held > 0 ||
@@ -297,7 +316,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     int kept = l->held == 1 && l->keep_on;
     if (kept)
         rowlock__keeper_forget(l);
-    rc = l->ops->release(l);
+    rc = l->held_multi ? rowlock__holders_release(l) : l->ops->release(l);
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
         rowlock__keeper_granted(l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
@@ -330,7 +349,7 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
     if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
         return rc;
     int64_t sent = rowlock__now_us();
-    rc = l->ops->renew(l, lease_ms);
+    rc = l->held_multi ? rowlock__holders_renew(l, lease_ms) : l->ops->renew(l, lease_ms);
     if (rc == 0) {
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
                           "%s (%s): token %llu, lease %lld ms (%s)", l->shown, l->ops->name,
@@ -364,6 +383,11 @@ ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l)
     return l ? l->ops->id : (rowlock_strategy)0;
 }
 
+ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l)
+{
+    return l ? (rowlock_mode)l->mode : ROWLOCK_MODE_EXCLUSIVE;
+}
+
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
 {
     CHECK_HANDLE(l);
@@ -379,6 +403,8 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
         const rowlock__strategy_ops *row_ops = rowlock__strategy_find(full.strategy);
         if (row_ops && row_ops->inspect)
             rc = row_ops->inspect(l, &full);
+        if (rc == 0)
+            rc = rowlock__holders_inspect(l->client, &full);
     }
     if (rc == 0)
         rowlock__info_copy_out(info, &full);

@@ -116,6 +116,9 @@ int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_
                              "changes strategy only after the reaper purges its row)",
                              l->shown, l->ops->name, other ? other : "unknown", other ? other : "the same strategy");
     }
+    if (info.exists && info.held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT &&
+        want == ROWLOCK_STRATEGY_INSERT)
+        return ROWLOCK__EMULTI; /* owner '': a multi-holder name (holders.c) */
     if (info.exists && info.held && info.owner[0]) {
         char owner[4 * ROWLOCK_OWNER_MAX + 8]; /* written by another client: escaped */
         rowlock_escape(owner, sizeof owner, info.owner, strlen(info.owner));

@@ -21,6 +21,9 @@
  *   log.c        the logging hook: registration, level and kind names, and
  *                the one function that builds and delivers an event
  *   strategy_*.c one file per strategy
+ *   holders.c    shared locks and semaphores of the insert strategy: names
+ *                with several holders, in <table>_hold (its opening comment
+ *                is the design: schema, SQL, round trips, FIFO, tokens)
  *   strategy.c   the one list of strategies (ROWLOCK__STRATEGY_LIST), names,
  *                per-client strategy state
  *
@@ -414,6 +417,15 @@ struct rowlock_lock {
     int waited;              /* the running acquire found the lock held (events) */
     int claim_uncertain;     /* an acquire lost its connection after its claim
                                 may have committed (lock.c: adopt_leftover) */
+    /* Modes (holders.c). */
+    int mode;                /* ROWLOCK_MODE_* asked for */
+    unsigned int permits;    /* semaphore permits asked for (0: none) */
+    int multi;               /* acquire through holders.c: a shared or semaphore
+                                handle, or the name has a multi-holder row */
+    int held_multi;          /* the current grant is a holders-table entry */
+    uint64_t ticket;         /* the queue place of a wait that ended without a
+                                grant: the next waiting acquire takes it again */
+    int64_t ticket_left_us;  /* when that wait ended (monotonic) */
     rowlock_keep_options keep;
 };
 
@@ -645,6 +657,25 @@ void rowlock__cluster_wait_end(rowlock_lock *l, int rc);
 int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
                           int64_t start, rowlock_reap_stats *st);
 void rowlock__cluster_client_free(rowlock_client *c);
+/* ---- holders.c: multi-holder names (shared, semaphore) ----------------------- */
+/* Internal result of an insert claim whose explaining read found a
+ * multi-holder row (row.c): lock.c then acquires through holders.c. */
+#define ROWLOCK__EMULTI 1000
+/* The acquire lock.c calls: the strategy's, or holders.c's for multi-holder
+ * names; release and renew follow l->held_multi. */
+int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+int rowlock__holders_release(rowlock_lock *l);
+int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);
+/* rowlock_inspect() of a multi-holder name (info read from its row, which
+ * shows owner '' and a lease to 9999): held, count (holders), owner (the
+ * first in the queue), stale and lease end from the holders. No-op for other
+ * rows. */
+int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info);
+/* The reaper's part (admin.c): delete holder entries whose lease ended more
+ * than grace_ms ago, `batch` per statement (dry run: count them); adds the
+ * number to *purged. Multi-holder names' rows stay (their tokens). */
+int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged);
 
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;

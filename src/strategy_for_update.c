@@ -19,6 +19,13 @@
  *   release  1 round trip: COMMIT.
  *   renew    1 round trip: DO 1 — there is no lease; it proves the session
  *            (and so the row lock) is still alive.
+ * Shared mode: the same with LOCK IN SHARE MODE instead of FOR UPDATE
+ *   (LOCK_*_SHARED): InnoDB's S locks coexist and exclude an X lock. Fair
+ *   across modes: InnoDB queues a new S request behind a waiting X request
+ *   on the row (it checks waiting locks too), so a writer is not starved by
+ *   a stream of readers. Each reader's token is drawn after its grant; a
+ *   writer's is drawn after the readers before it committed. No semaphore
+ *   (permits): InnoDB has no counted lock.
  * Holder crash: the server rolls the transaction back when it notices the
  *   connection is gone, and the next waiter is granted at once; no lease, no
  *   reaper. Rows are never purged (expires_at stays NULL).
@@ -50,6 +57,15 @@ static const char LOCK_WAIT[] =
 static const char LOCK_FOREVER[] =
     "/* rowlock:fu-lock-forever */ SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
     "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? FOR UPDATE";
+static const char LOCK_TRY_SHARED[] =
+    "/* rowlock:fu-lock-try */ SET STATEMENT time_zone='+00:00' FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
+static const char LOCK_WAIT_SHARED[] =
+    "/* rowlock:fu-lock-wait */ SET STATEMENT time_zone='+00:00', max_statement_time={{wait}}, innodb_lock_wait_timeout={{waits}} FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
+static const char LOCK_FOREVER_SHARED[] =
+    "/* rowlock:fu-lock-forever */ SET STATEMENT time_zone='+00:00', innodb_lock_wait_timeout=100000000 FOR "
+    "SELECT strategy, " FU_TOKEN " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
 static const char CREATE_ROW[] =
     "/* rowlock:fu-create-row */ INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
 /* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
@@ -60,6 +76,7 @@ static const char WSREP[] = "/* rowlock:fu-wsrep */ SELECT @@global.wsrep_on";
 typedef struct fu_client {
     char name[ROWLOCK_NAME_MAX + 1];
     unsigned int count; /* acquisitions across handles; 0: no transaction */
+    int mode;           /* the mode the transaction holds the row in */
     uint64_t token;
     int wsrep_checked;  /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
 } fu_client;
@@ -116,6 +133,11 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     fu_client *f = FU(c);
     if (f->count > 0) {
         if (strcmp(f->name, l->name) == 0) {
+            if (f->mode == ROWLOCK_MODE_SHARED && l->mode == ROWLOCK_MODE_EXCLUSIVE)
+                return rowlock__fail(c, ROWLOCK_EINVALID,
+                                     "acquire %s (for-update, exclusive): this client holds it shared; release it "
+                                     "first (no upgrade from shared to exclusive)",
+                                     l->shown);
             f->count++; /* re-entry: the transaction already holds the row */
             l->token = f->token;
             return 0;
@@ -144,13 +166,14 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     for (int created = 0;; created = 1) {
         if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))
             return rc;
-        const char *sql = LOCK_FOREVER;
+        const int shared = l->mode == ROWLOCK_MODE_SHARED;
+        const char *sql = shared ? LOCK_FOREVER_SHARED : LOCK_FOREVER;
         long variant = 0;
         if (wait_ms == 0) {
-            sql = LOCK_TRY;
+            sql = shared ? LOCK_TRY_SHARED : LOCK_TRY;
         } else if (wait_ms != ROWLOCK_WAIT_FOREVER) {
             int64_t left = wait_ms - (rowlock__now_us() - start) / 1000;
-            sql = LOCK_WAIT;
+            sql = shared ? LOCK_WAIT_SHARED : LOCK_WAIT;
             variant = (long)(left < 1 ? 1 : left);
         }
         rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 } };
@@ -170,8 +193,8 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                 rollback(c);
             if (rc == ROWLOCK_EBUSY)
                 return rowlock__fail(c, ROWLOCK_EBUSY,
-                                     "acquire %s (for-update): held by another transaction (waited %lld ms)",
-                                     l->shown, (long long)((rowlock__now_us() - start) / 1000));
+                                     "acquire %s (for-update%s): held by another transaction (waited %lld ms)",
+                                     l->shown, shared ? ", shared" : "", (long long)((rowlock__now_us() - start) / 1000));
             return rc;
         }
         if (res.rows == 1 && cols[0].i != ROWLOCK_STRATEGY_FOR_UPDATE) {
@@ -180,6 +203,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         }
         if (res.rows == 1) {
             f->count = 1;
+            f->mode = l->mode;
             memcpy(f->name, l->name, l->name_len + 1);
             f->token = cols[1].u;
             l->token = f->token;

@@ -144,12 +144,12 @@ int rowlock__table_name_check(const char *t)
     if (n > ROWLOCK_TABLE_MAX)
         return ROWLOCK_EINVALID;
     /* rowlock's own objects: the version table, and every lock table's
-     * sequence, queue and token floor (a lock table "x_queue" would be
+     * sequence, queue, token floor and holders table (a lock table "x_queue" would be
      * table x's queue).
      * Compared without case: table names may be case-insensitive on the
      * server (lower_case_table_names). */
     if (strcasecmp(t, "rowlock_schema") == 0 || ends_with_ci(t, n, "_queue") || ends_with_ci(t, n, "_token") ||
-        ends_with_ci(t, n, "_floor"))
+        ends_with_ci(t, n, "_floor") || ends_with_ci(t, n, "_hold"))
         return ROWLOCK__TABLE_RESERVED;
     return 0;
 }

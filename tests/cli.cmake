@@ -54,3 +54,11 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   rowlock_db_test(cli_log TIMEOUT 120)
   set_property(TEST cli_log APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
+# rowlock run speaks flock(1) (tests/test_cli_flock.sh, issue 17): util-linux's
+# flock scenarios with a lock name, every flock option and exit status,
+# shared locks and semaphores from the command line.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_flock COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_flock.sh)
+  rowlock_db_test(cli_flock TIMEOUT 300)
+  set_property(TEST cli_flock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()

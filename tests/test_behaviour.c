@@ -381,9 +381,19 @@ static void test_wait__a_success_leaves_no_error_message(void **state)
 /* The holder's session holds the hint exactly once while it holds the lock
  * (re-entry does not nest it), a loser never keeps it, and the final release
  * frees it: otherwise waiters would sleep out a whole hint slice. */
+/* The hint and hand-off tests look at the one-row protocol's own named
+ * locks and queue; semaphore handles (ROWLOCK_TEST_LOCK_MODE) use the
+ * holders table instead (tests/test_modes.c). */
+static void one_row_protocol_only(void)
+{
+    if (getenv("ROWLOCK_TEST_LOCK_MODE"))
+        skip();
+}
+
 static void test_hint__held_once_by_the_holder_and_freed_by_its_release(void **state)
 {
     (void)state;
+    one_row_protocol_only();
     if (!lease_based())
         skip();
     char hint[64];
@@ -530,6 +540,7 @@ static void await_queue_head(const char *name, pid_t child)
 static void test_handoff__the_final_release_names_the_queued_waiter(void **state)
 {
     (void)state;
+    one_row_protocol_only();
     if (!lease_based())
         skip();
     handoff_shared *sh = tu_shm(sizeof *sh);
@@ -587,6 +598,7 @@ static void test_handoff__the_old_holder_waits_again_without_a_claim(void **stat
     static const char WRITES[] = "SELECT SUM(VARIABLE_VALUE) FROM information_schema.SESSION_STATUS "
                                  "WHERE VARIABLE_NAME IN ('COM_INSERT', 'COM_UPDATE')";
     (void)state;
+    one_row_protocol_only();
     if (!lease_based())
         skip();
     handoff_shared *sh = tu_shm(sizeof *sh);
@@ -631,6 +643,7 @@ static void test_handoff__the_old_holder_waits_again_without_a_claim(void **stat
 static void test_handoff__a_waiter_that_left_or_died_is_not_named(void **state)
 {
     (void)state;
+    one_row_protocol_only();
     if (!lease_based())
         skip();
     handoff_shared *sh = tu_shm(sizeof *sh);
@@ -1142,8 +1155,12 @@ int main(int argc, char **argv)
     }
     SN = rowlock_strategy_name(S);
     const char *mode = getenv("ROWLOCK_TEST_SQL_MODE");
-    snprintf(TABLE, sizeof TABLE, "t_behaviour_%s%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN,
-             mode ? "_mode" : "");
+    /* ROWLOCK_TEST_LOCK_MODE=semaphore1 (issue 17): every handle is a
+     * semaphore of one permit (shared mode, holders table), which must
+     * behave as the exclusive lock the suite describes. */
+    const char *lock_mode = getenv("ROWLOCK_TEST_LOCK_MODE");
+    snprintf(TABLE, sizeof TABLE, "t_behaviour_%s%s%s", S == ROWLOCK_STRATEGY_FOR_UPDATE ? "for_update" : SN,
+             mode ? "_mode" : "", lock_mode ? "_sem1" : "");
     if (mode) {
         /* The sessions must really run in that mode (init-command in the
          * option file, tests/CMakeLists.txt), or the run proves nothing. */

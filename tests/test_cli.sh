@@ -234,7 +234,7 @@ expect_rc 0 "rowlock-reaper --version exits 0"
 expect_usage "no command" "$RL"
 expect_usage "unknown command" "$RL" frobnicate
 expect_usage "unknown global option" "$RL" --frobnicate status x
-expect_usage "run: unknown strategy" "$RL" run -s bogus "${P}u" true
+expect_usage "run: unknown strategy" "$RL" run -S bogus "${P}u" true
 expect_usage "run: empty strategy" "$RL" run --strategy= "${P}u" true
 expect_usage "run: negative wait" "$RL" run -w -1 "${P}u" true
 expect_usage "run: non-numeric wait" "$RL" run --wait abc "${P}u" true
@@ -410,14 +410,14 @@ cap rl run "$NAME" "$W"
 expect_rc 126 "COMMAND is a directory: 126"
 cap rl status "$NAME"
 expect_rc 1 "the lock is free after the runs (also after exec failures)"
-cap rl run -s optimistic -n "$NAME" true
+cap rl run -S optimistic -n "$NAME" true
 [[ $RC -eq 64 ]] && grep -q 'insert' "$W/err"
 check $? "run with another strategy than the one managing the name: 64" "exit $RC" "$(show "$W/err")"
 
 for s in insert optimistic for-update; do
     prev=0 okc=1 toks=""
     for i in 1 2 3 4 5; do
-        t=$(rl run -s "$s" "${P}tok-$s" sh -c 'echo "$ROWLOCK_TOKEN"' 2>"$W/err")
+        t=$(rl run -S "$s" "${P}tok-$s" sh -c 'echo "$ROWLOCK_TOKEN"' 2>"$W/err")
         toks+="$t "
         if ! [[ $t =~ ^[0-9]+$ ]] || ((t <= prev)); then okc=0; fi
         prev=${t:-0}
@@ -431,37 +431,37 @@ done
 for s in insert optimistic for-update; do
     NAME="${P}conf-$s"
     D="$W/conf-$s"
-    if ! start_holder "$D" "$NAME" -s "$s"; then
+    if ! start_holder "$D" "$NAME" -S "$s"; then
         fail "[$s] holder started" "$(show "$D/err")"
         continue
     fi
     cap rl status "$NAME"
     expect_rc 0 "[$s] status of a held lock exits 0"
     rm -f "$W/ran"
-    cap rl run -s "$s" -n "$NAME" touch "$W/ran"
+    cap rl run -S "$s" -n "$NAME" touch "$W/ran"
     [[ $RC -eq 1 && ! -e $W/ran ]]
     check $? "[$s] second run -n exits 1 and does not run COMMAND" "exit $RC" "$(show "$W/err")"
-    cap rl run -s "$s" --nonblock "$NAME" true
+    cap rl run -S "$s" --nonblock "$NAME" true
     expect_rc 1 "[$s] --nonblock exits 1"
-    cap rl run -s "$s" -n -E 7 "$NAME" true
+    cap rl run -S "$s" -n -E 7 "$NAME" true
     expect_rc 7 "[$s] -n -E 7 exits 7"
-    cap rl run -s "$s" -E 0 -n "$NAME" touch "$W/ran"
+    cap rl run -S "$s" -E 0 -n "$NAME" touch "$W/ran"
     [[ $RC -eq 0 && ! -e $W/ran ]]
     check $? "[$s] -E 0 -n exits 0 without running COMMAND" "exit $RC"
-    cap rl run -s "$s" -E 255 -w 0 "$NAME" true
+    cap rl run -S "$s" -E 255 -w 0 "$NAME" true
     expect_rc 255 "[$s] -w 0 behaves as -n (-E 255)"
     t0=$(now)
-    cap rl run -s "$s" -w 0.5 "$NAME" true
+    cap rl run -S "$s" -w 0.5 "$NAME" true
     el=$(since "$t0")
     [[ $RC -eq 1 ]] && fcmp "$el" '>=' 0.45 && fcmp "$el" '<=' 3
     check $? "[$s] -w 0.5 waits about 0.5 s ($el s) then exits 1" "exit $RC" "$(show "$W/err")"
-    cap rl run -s "$s" --conflict-exit-code=9 --wait=0.2 "$NAME" true
+    cap rl run -S "$s" --conflict-exit-code=9 --wait=0.2 "$NAME" true
     expect_rc 9 "[$s] --wait=0.2 --conflict-exit-code=9 exits 9"
-    cap rl run -s "$s" -nE 8 "$NAME" true
+    cap rl run -S "$s" -nE 8 "$NAME" true
     expect_rc 8 "[$s] clustered short options -nE 8"
 
     # A waiter without -n/-w gets the lock once the holder ends, with a larger token.
-    rl run -s "$s" "$NAME" sh -c 'echo "$ROWLOCK_TOKEN"' >"$D/waiter.out" 2>"$D/waiter.err" &
+    rl run -S "$s" "$NAME" sh -c 'echo "$ROWLOCK_TOKEN"' >"$D/waiter.out" 2>"$D/waiter.err" &
     WP=$!
     sleep 0.3 # not synchronisation: only lets the waiter start waiting while the lock is held
     stop_holder "$D" "$HPID"
@@ -538,7 +538,7 @@ fi
 # loaded machine before rowlock gives up) and 13 s of holding.
 declare -A RPID
 for s in insert optimistic for-update; do
-    if start_holder "$W/renew-$s" "${P}renew-$s" -s "$s" -l 4 --verbose; then
+    if start_holder "$W/renew-$s" "${P}renew-$s" -S "$s" -l 4 --verbose; then
         RPID[$s]=$HPID
     else
         fail "[$s] renewal holder started" "$(show "$W/renew-$s/err")"
@@ -550,7 +550,7 @@ for s in "${!RPID[@]}"; do
     D="$W/renew-$s"
     cap rl status "$NAME"
     expect_rc 0 "[$s] still held after 3 lease lengths (status 0)"
-    cap rl run -s "$s" -n "$NAME" true
+    cap rl run -S "$s" -n "$NAME" true
     expect_rc 1 "[$s] still exclusive after 3 lease lengths (run -n exits 1)"
     stop_holder "$D" "${RPID[$s]}"
     if [[ $s == for-update ]]; then
@@ -568,7 +568,7 @@ done
 for s in insert optimistic; do
     NAME="${P}lost-$s"
     D="$W/lost-$s"
-    if ! start_holder "$D" "$NAME" -s "$s" -l 6; then
+    if ! start_holder "$D" "$NAME" -S "$s" -l 6; then
         fail "[$s] holder for release --force started" "$(show "$D/err")"
         continue
     fi
@@ -606,7 +606,7 @@ fi
 
 NAME="${P}lost-fu"
 D="$W/lost-fu"
-if start_holder "$D" "$NAME" -s for-update; then
+if start_holder "$D" "$NAME" -S for-update; then
     cap rl release --force "$NAME"
     expect_rc 64 "release --force of a for-update lock is refused (64)"
     stop_holder "$D" "$HPID"
@@ -944,7 +944,7 @@ esc_case "--ssl-mode with a newline" --ssl-mode $'X\nrowlock: forged line' list
 esc_case "--port with an OSC sequence" --port $'1\e]0;owned\a' list
 esc_case "--connect-timeout with a C1 CSI" --connect-timeout $'\xc2\x9b''31m' list
 esc_case "--defaults-file with a newline" --defaults-file $'/nonexistent/\nrowlock: forged' list
-esc_case "run -s with ESC" run -s $'\e[2J''strategy' n true
+esc_case "run -S with ESC" run -S $'\e[2J''strategy' n true
 esc_case "run --wait with a raw 0x9b byte" run --wait $'\x9b''5' n true
 esc_case "run NAME with invalid UTF-8" run $'\xff\xfe''bad' true
 esc_case "run: unknown option with ESC" run $'--\e[31mred' n true

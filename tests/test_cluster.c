@@ -465,13 +465,13 @@ static void test_for_update__refused_on_a_cluster_unless_single_node(void **stat
 
     /* The CLI: refused with 78 (not 69: the database is available), then
      * allowed by --single-node and by [rowlock] single-node=1. */
-    assert_int_equal(cli(CNF[1], "run -s for-update -n fu -- true 2>/dev/null"), 78);
-    assert_int_equal(cli(CNF[1], "--single-node run -s for-update -n fu -- true"), 0);
+    assert_int_equal(cli(CNF[1], "run -S for-update -n fu -- true 2>/dev/null"), 78);
+    assert_int_equal(cli(CNF[1], "--single-node run -S for-update -n fu -- true"), 0);
     char cnf[600], cmd[2000];
     snprintf(cnf, sizeof cnf, "%s.single", CNF[1]);
     snprintf(cmd, sizeof cmd, "cp '%s' '%s' && printf 'single-node=1\\n' >> '%s'", CNF[1], cnf, cnf);
     assert_int_equal(system(cmd), 0);
-    assert_int_equal(cli(cnf, "run -s for-update -n fu -- true"), 0);
+    assert_int_equal(cli(cnf, "run -S for-update -n fu -- true"), 0);
     unlink(cnf);
 }
 

@@ -77,19 +77,22 @@ if [[ $MODE != db ]]; then
     printf '[client]\nhost=127.0.0.1\nport=1\nuser=nobody\n' >"$W/down.cnf"
     export ROWLOCK_DEFAULTS_FILE=$W/down.cnf
 
-    expect "commands" "$RL " "help list lock migrate release run status unlock"
+    expect "commands" "$RL " "help list lock migrate permits release run status unlock"
     expect "a command by prefix" "$RL st" "status"
     expect_has "connection options before the command" "$RL --" \
         --defaults-file --host --port --socket --user --password --database --table \
         --ssl-mode --ssl-ca --connect-timeout --help --version
     expect "a connection option's value is skipped when finding the command" "$RL --table t " \
-        "help list lock migrate release run status unlock"
+        "help list lock migrate permits release run status unlock"
     expect "--ssl-mode=VALUE" "$RL --ssl-mode=VER" "VERIFY_CA VERIFY_IDENTITY"
     expect "--ssl-mode VALUE" "$RL --ssl-mode RE" "REQUIRED"
     expect_has "run's options" "$RL run --" --strategy --nonblock --wait --lease \
         --conflict-exit-code --verbose --help --table
     expect "--strategy=" "$RL run --strategy=" "for-update insert optimistic"
-    expect "-s VALUE" "$RL run -s f" "for-update"
+    expect "-S VALUE" "$RL run -S f" "for-update"
+    expect_has "run's flock(1) options" "$RL run --" --shared --exclusive --permits --nb --timeout \
+        --command --close --no-fork --version
+    expect "-s takes no value (shared)" "$RL run -s f" ""
     expect "status's options" "$RL status --j" "--json"
     expect "list's options" "$RL list --s" "--socket --ssl-ca --ssl-mode --stale"
     expect "release's options" "$RL release --f" "--force"

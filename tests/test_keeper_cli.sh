@@ -87,7 +87,7 @@ bad=""
 for ((k = 1; k <= DROPS; k++)); do
     D=$W/drop$k
     mkdir -p "$D"
-    "${R[@]}" run -s for-update --verbose fu-drop sh -c '
+    "${R[@]}" run -S for-update --verbose fu-drop sh -c '
         trap "date +%s.%N > \"$1/term\"; exit 0" TERM
         date +%s.%N > "$1/start"
         while :; do sleep 0.01; done' sh "$D" 2>"$D/err" &
@@ -99,7 +99,7 @@ for ((k = 1; k <= DROPS; k++)); do
     fi
     sid=$(sed -n 's/.*watching the holding session \([0-9]*\).*/\1/p' "$D/err" | head -n 1)
     # A waiter, queued on the row lock before the drop.
-    "${R[@]}" run -s for-update -w 30 fu-drop sh -c 'date +%s.%N > "$1/granted"' sh "$D" 2>"$D/werr" &
+    "${R[@]}" run -S for-update -w 30 fu-drop sh -c 'date +%s.%N > "$1/granted"' sh "$D" 2>"$D/werr" &
     wpid=$!
     sleep 0.3
     t_drop=$(now)

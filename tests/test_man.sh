@@ -69,7 +69,7 @@ missing_opts() {
 }
 if [[ -n $BINDIR ]]; then
     help=$("$BINDIR/rowlock" --help)
-    for c in run status list release migrate lock unlock; do
+    for c in run status list release migrate lock unlock permits; do
         help+=$'\n'$("$BINDIR/rowlock" "$c" --help)
     done
     miss=$(missing_opts "$MANDIR/rowlock.1" "$help")
@@ -78,7 +78,7 @@ if [[ -n $BINDIR ]]; then
     else
         fail "rowlock.1 documents every option of rowlock --help and COMMAND --help" "missing:$miss"
     fi
-    for c in run status list release migrate lock unlock; do
+    for c in run status list release migrate lock unlock permits; do
         if grep -qE "^\.(It )?Cm $c( |$)" "$MANDIR/rowlock.1"; then
             pass "rowlock.1 documents the command '$c'"
         else

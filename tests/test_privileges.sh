@@ -63,12 +63,17 @@ lp() { timeout -k 10 120 "$@"; }
 P="priv$$-"
 # Main cases as the least-privilege account, every strategy.
 for s in insert for-update optimistic; do
-    out=$(lp "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run -s "$s" "${P}$s" sh -c 'echo "$ROWLOCK_TOKEN"' 2>"$W/err")
+    out=$(lp "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run -S "$s" "${P}$s" sh -c 'echo "$ROWLOCK_TOKEN"' 2>"$W/err")
     [[ $? == 0 && $out =~ ^[0-9]+$ ]]
-    check $? "least privilege: run -s $s acquires, runs, releases (token $out)" "$(cat "$W/err")"
+    check $? "least privilege: run -S $s acquires, runs, releases (token $out)" "$(cat "$W/err")"
     lp "$DEMO" --defaults-file="$W/lp.cnf" --table "$TABLE" --procs 3 --rounds 3 --strategy "$s" --name "${P}demo-$s" >"$W/out" 2>&1
     check $? "least privilege: 3 contending processes, $s: tokens strictly increase" "$(tail -n 5 "$W/out")"
 done
+# Shared locks and semaphores (the holders table): grants.sql covers them.
+out=$(lp "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run -s "${P}shared" \
+    "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run --permits 2 -n "${P}shared" sh -c 'echo "$ROWLOCK_TOKEN"' 2>"$W/err")
+[[ $? == 0 && $out =~ ^[0-9]+$ ]]
+check $? "least privilege: run -s, and inside it run --permits 2 -n on the same name (token $out)" "$(cat "$W/err")"
 lp "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run -l 30 "${P}held" sh -c 'sleep 5' 2>"$W/err" &
 holder=$!
 for ((i = 0; i < 50; i++)); do  # until the holder has it

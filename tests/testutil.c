@@ -194,6 +194,11 @@ void tu_register_client(rowlock_client *c)
     reg_add((void **)reg_clients, TU_MAX_CLIENTS, c, "clients");
 }
 
+void tu_register_lock(rowlock_lock *l)
+{
+    reg_add((void **)reg_locks, TU_MAX_LOCKS, l, "locks");
+}
+
 static int open_client(rowlock_client **out, const char *defaults_file, const char *table,
                        unsigned int flags)
 {
@@ -228,6 +233,17 @@ rowlock_client *tu_client(const char *table)
     return tu_client_at(tu_defaults_file(), table);
 }
 
+/* ROWLOCK_TEST_LOCK_MODE=semaphore1: insert handles are semaphores of one
+ * permit (the behaviour suite run through the holders table, issue 17). */
+static void test_lock_mode(rowlock_lock_options *lo)
+{
+    const char *m = getenv("ROWLOCK_TEST_LOCK_MODE");
+    if (m && strcmp(m, "semaphore1") == 0 && lo->strategy == ROWLOCK_STRATEGY_INSERT) {
+        lo->mode = ROWLOCK_MODE_SHARED;
+        lo->permits = 1;
+    }
+}
+
 int tu_child_lock(const char *table, const char *name, rowlock_strategy s, rowlock_client **c, rowlock_lock **l)
 {
     rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
@@ -236,6 +252,7 @@ int tu_child_lock(const char *table, const char *name, rowlock_strategy s, rowlo
     if (*c == NULL)
         return 10;
     lo.strategy = s;
+    test_lock_mode(&lo);
     int rc = rowlock_lock_new(l, *c, name, &lo);
     if (rc != 0) {
         fprintf(stderr, "child: lock_new '%s': %s: %s\n", name, rowlock_error_name(rc), rowlock_client_errmsg(*c));
@@ -272,6 +289,7 @@ rowlock_lock *tu_lock(rowlock_client *c, const char *name, rowlock_strategy s)
     rowlock_lock *l = NULL;
     int rc;
     lo.strategy = s;
+    test_lock_mode(&lo);
     rc = rowlock_lock_new(&l, c, name, &lo);
     assert_rc(rc, 0, c);
     assert_non_null(l);
@@ -322,6 +340,7 @@ void tu_table_fresh(const char *defaults_file, const char *table)
     assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s`", table), 0);
     assert_int_equal(tu_sql(defaults_file, 0, "DROP SEQUENCE IF EXISTS `%s_token`", table), 0);
     assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s_queue`", table), 0);
+    assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s_hold`", table), 0);
     unsigned int e = tu_sql(defaults_file, 1146, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", table);
     assert_true(e == 0 || e == 1146);
 

@@ -74,6 +74,8 @@ void tu_lock_free(rowlock_lock *l);
 void tu_client_free(rowlock_client *c);
 /* Register a client made elsewhere (so tu_teardown frees it). */
 void tu_register_client(rowlock_client *c);
+/* A handle made without tu_lock(): freed by tu_teardown too. */
+void tu_register_lock(rowlock_lock *l);
 
 /* Not registered, no cmocka: for children. Returns NULL on failure (and
  * prints the reason to stderr). */

@@ -67,6 +67,9 @@ static void usage(FILE *f)
             "                       node1.cnf,...): rowlock clients connect to them in turn,\n"
             "                       and the certification failures and brute-force aborts of\n"
             "                       all nodes are reported per grant\n"
+            "  --modes [--seconds S] [--hold-us N] [CONNECTION OPTIONS]  (first argument)\n"
+            "                       shared readers at\n"
+            "                       1/8/32 clients and a semaphore of 4 at 32 (table bench_modes)\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
             "\n"
@@ -460,6 +463,8 @@ int main(int argc, char **argv)
     size_t k;
     int64_t t0 = now_ns();
 
+    if (argc > 1 && strcmp(argv[1], "--modes") == 0)
+        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: tools/bench_modes.c */
     memset(&b, 0, sizeof b);
     b.cleanup_ok = 1;
     cli_conn_init(&b.cc);

@@ -27,6 +27,7 @@ static const char usage_main[] =
     "  lock [OPTIONS] NAME                        hold NAME until unlock or the shell exits\n"
     "                                             (eval \"$(rowlock lock NAME)\")\n"
     "  unlock [--check] [HANDLE]                  release a lock taken with lock\n"
+    "  permits NAME N                             let N holders share NAME (semaphore)\n"
     "  help [COMMAND]                             show help\n"
     "\n"
     "Options:\n"
@@ -53,6 +54,7 @@ static const struct command {
     { "migrate", rl_cmd_migrate, rl_usage_migrate },
     { "lock", rl_cmd_lock, rl_usage_lock },
     { "unlock", rl_cmd_unlock, rl_usage_unlock },
+    { "permits", rl_cmd_permits, rl_usage_permits },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -34,7 +34,7 @@ const char rl_usage_list[] =
     "Exit status: 0 ok, 64 usage error, 69 database unavailable.\n";
 
 const char rl_usage_release[] =
-    "Usage: rowlock [CONNECTION OPTIONS] release --force [--json] NAME\n"
+    "Usage: rowlock [CONNECTION OPTIONS] release --force [--owner=OWNER] [--json] NAME\n"
     "\n"
     "Administrative release of lock NAME held by another owner (insert and\n"
     "optimistic strategies). The holder's next renewal fails; a `rowlock run`\n"
@@ -42,6 +42,8 @@ const char rl_usage_release[] =
     "so the next grant gets a larger one.\n"
     "\n"
     "  --force      required: confirms the release\n"
+    "  --owner=OWNER  of a shared lock or semaphore, release only the holder OWNER\n"
+    "               (without it, every holder is released)\n"
     "  --json       print {\"released\":BOOL,\"lock\":{...}}: the lock as it was\n"
     "  -h, --help   show this help\n"
     "\n"
@@ -63,7 +65,7 @@ const char rl_usage_migrate[] =
     "newer than this program knows.\n";
 
 
-enum { SO_JSON = 1, SO_STALE, SO_FORCE, SO_DRY_RUN, SO_HELP };
+enum { SO_JSON = 1, SO_STALE, SO_FORCE, SO_DRY_RUN, SO_HELP, SO_OWNER };
 
 static const cli_optspec status_specs[] = {
     { "json", 0, 0, SO_JSON }, { "help", 'h', 0, SO_HELP }, { NULL, 0, 0, 0 },
@@ -74,6 +76,7 @@ static const cli_optspec list_specs[] = {
 };
 static const cli_optspec release_specs[] = {
     { "force", 'f', 0, SO_FORCE }, { "json", 0, 0, SO_JSON }, { "help", 'h', 0, SO_HELP },
+    { "owner", 0, 1, SO_OWNER },
     { NULL, 0, 0, 0 },
 };
 static const cli_optspec migrate_specs[] = {
@@ -83,6 +86,7 @@ static const cli_optspec migrate_specs[] = {
 
 typedef struct simple_args {
     int json, stale, force, dry_run;
+    const char *owner;
     const char *pos[2];
     int npos;
 } simple_args;
@@ -136,6 +140,9 @@ static int parse_simple(cli_conn *cc, const char *cmd, const cli_optspec *specs,
         case SO_DRY_RUN:
             sa->dry_run = 1;
             break;
+        case SO_OWNER:
+            sa->owner = val;
+            break;
         default:
             break;
         }
@@ -184,6 +191,10 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv)
         if (rl_print_table(&in, 1) != 0) {
             fprintf(stderr, "%s: out of memory\n", PROG);
             ex = CLI_EX_UNAVAILABLE;
+        } else if (!in.owner[0] || in.count > 1) {
+            int hx = rl_print_holders(c, sa.pos[0], 0); /* a shared lock or semaphore: each holder */
+            if (hx)
+                ex = hx;
         }
     } else {
         size_t w;
@@ -278,6 +289,8 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
         fprintf(stderr, "%s: list: out of memory\n", PROG);
         ex = CLI_EX_UNAVAILABLE;
         goto out;
+    } else if (!sa.stale && (ex = rl_print_holders(c, NULL, 0)) != 0) {
+        goto out; /* shared locks and semaphores: one line per holder */
     }
     ex = cli_finish_stdout(PROG, 0);
 out:
@@ -314,6 +327,24 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
+    if (sa.owner) {
+        /* One holder of a shared lock or semaphore. */
+        unsigned int n = 0;
+        rc = rowlock_force_release_holder(c, sa.pos[0], sa.owner, &n);
+        if (rc != 0) {
+            cli_report(PROG, "release", c, rc);
+            ex = cli_exit_for(rc);
+        } else {
+            if (sa.json)
+                printf("{\"released\":%s,\"holders\":%u}\n", n ? "true" : "false", n);
+            else
+                printf(n ? "released the holder '%s' of '%s'\n" : "'%s' held nothing of '%s'\n", cli_q(sa.owner),
+                       cli_q(sa.pos[0]));
+            ex = cli_finish_stdout(PROG, n ? 0 : CLI_EX_CONFLICT);
+        }
+        rowlock_client_free(c);
+        return ex;
+    }
     rc = rowlock_force_release(c, sa.pos[0], &in);
     if (rc == ROWLOCK_EUNSUPPORTED) {
         cli_report(PROG, "release: cannot force-release a for-update lock (end the holder's "

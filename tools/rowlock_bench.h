@@ -223,6 +223,8 @@ enum {
 /* ---- shared state and functions, by file ---- */
 
 extern const char *const st_names[ST_COUNT];
+/* rowlock-bench --modes (tools/bench_modes.c): shared readers and semaphores. */
+int bench_modes_main(int argc, char **argv);
 extern const char *const sc_names[SC_COUNT];
 extern int wd_quit;
 extern volatile sig_atomic_t g_interrupted;

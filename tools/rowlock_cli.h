@@ -6,6 +6,7 @@
  *   rowlock_admin.c   status, list, release --force, migrate
  *   rowlock_output.c  tables and JSON for lock rows
  *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
+ *   rowlock_modes.c   permits; the holders of shared locks and semaphores
  *
  * Connection options, the option parser, exit codes and small helpers shared
  * with the other tools are in cli_common.h.
@@ -39,10 +40,15 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv);
 enum {
     RL_LO_FIRST = 100,
     RL_LO_STRATEGY = RL_LO_FIRST, RL_LO_NONBLOCK, RL_LO_WAIT, RL_LO_LEASE, RL_LO_CONFLICT, RL_LO_VERBOSE,
-    RL_LO_HELP
+    RL_LO_HELP, RL_LO_SHARED, RL_LO_EXCLUSIVE, RL_LO_PERMITS
 };
+/* As flock(1): -s shared, -x/-e exclusive; the strategy's short form is -S. */
 #define RL_LOCK_OPTSPECS                              \
-    { "strategy", 's', 1, RL_LO_STRATEGY },           \
+    { "strategy", 'S', 1, RL_LO_STRATEGY },           \
+    { "shared", 's', 0, RL_LO_SHARED },               \
+    { "exclusive", 'x', 0, RL_LO_EXCLUSIVE },         \
+    { NULL, 'e', 0, RL_LO_EXCLUSIVE },                \
+    { "permits", 0, 1, RL_LO_PERMITS },               \
     { "nonblock", 'n', 0, RL_LO_NONBLOCK },           \
     { "nb", 0, 0, RL_LO_NONBLOCK },                   \
     { "wait", 'w', 1, RL_LO_WAIT },                   \
@@ -54,6 +60,8 @@ enum {
 
 typedef struct rl_lock_opts {
     rowlock_strategy strategy;
+    rowlock_mode mode;      /* exclusive (the default) or shared */
+    unsigned int permits;   /* 0, or a semaphore of N (implies shared) */
     int64_t wait_ms;   /* ROWLOCK_WAIT_FOREVER (the default), 0, or ms */
     int64_t lease_ms;
     int conflict_code;
@@ -77,6 +85,14 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv);
 int rl_cmd_list(cli_conn *cc, int argc, char **argv);
 int rl_cmd_release(cli_conn *cc, int argc, char **argv);
 int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
+
+/* rowlock_modes.c: multi-holder names (shared locks, semaphores) */
+extern const char rl_usage_permits[];
+int rl_cmd_permits(cli_conn *cc, int argc, char **argv);
+/* Print the holders of `name` (NULL: of every multi-holder name) as a table
+ * (nothing when none), or as a JSON member "holders":[...]. Returns 0 or an
+ * exit code (message printed). */
+int rl_print_holders(rowlock_client *c, const char *name, int json);
 
 /* rowlock_lock.c */
 extern const char rl_usage_lock[], rl_usage_unlock[];

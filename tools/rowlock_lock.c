@@ -60,8 +60,11 @@ const char rl_usage_lock[] =
     "and ROWLOCK_OWNER.\n"
     "\n"
     "Options:\n"
-    "  -s, --strategy=S             insert (default), for-update or optimistic\n"
-    "  -n, --nonblock               fail at once if the lock is held (same as -w 0)\n"
+    "  -s, --shared                 take a shared lock (any number of shared holders)\n"
+    "  -x, -e, --exclusive          take an exclusive lock (the default)\n"
+    "      --permits=N              a counting semaphore of N (implies --shared)\n"
+    "  -S, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -n, --nb, --nonblock         fail at once if the lock is held (same as -w 0)\n"
     "  -w, --wait=SECONDS           wait at most SECONDS for the lock (alias: --timeout);\n"
     "                               without -n/-w wait forever\n"
     "  -l, --lease=SECONDS          lease length (default 30, minimum 1); renewed every\n"
@@ -70,8 +73,9 @@ const char rl_usage_lock[] =
     "      --pid=PID                release when process PID exits (default: the parent\n"
     "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
     "                               is not run directly by the script's shell)\n"
-    "      --verbose                the supervisor reports renewals and the release on stderr,\n"
-    "                               and the library's events (rowlock: LEVEL KIND: MESSAGE)\n"
+    "      --verbose                the supervisor reports renewals and the release on stderr;\n"
+    "                               on a conflict, name the holder; and the library's events\n"
+    "                               (rowlock: LEVEL KIND: MESSAGE)\n"
     "      --json                   print one JSON object instead of shell assignments\n"
     "  -h, --help                   show this help\n"
     "\n"
@@ -119,6 +123,8 @@ static const cli_optspec unlock_specs[] = {
 
 typedef struct lock_args {
     rowlock_strategy strategy;
+    rowlock_mode mode;
+    unsigned int permits;
     int64_t wait_ms;
     int64_t lease_ms;
     int conflict_code;
@@ -272,6 +278,8 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
     }
     rl_lock_opts_done(&o);
     la->strategy = o.strategy;
+    la->mode = o.mode;
+    la->permits = o.permits;
     la->wait_ms = o.wait_ms;
     la->lease_ms = o.lease_ms;
     la->conflict_code = o.conflict_code;
@@ -589,6 +597,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
     (void)setsid();
     lo.strategy = la->strategy;
+    lo.mode = la->mode;
+    lo.permits = la->permits;
     rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
     if (rc != 0) {
         cli_report(PROG, "lock", s.c, rc);
@@ -623,7 +633,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     }
     if (rc == ROWLOCK_EBUSY) {
         if (la->verbose)
-            fprintf(stderr, "%s: lock '%s' is held by another owner\n", PROG, s.shown);
+            fprintf(stderr, "%s: not acquired: %s\n", PROG, rowlock_client_errmsg(s.c));
         ex = la->conflict_code;
         goto report;
     }

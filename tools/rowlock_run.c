@@ -33,9 +33,14 @@ const char rl_usage_run[] =
     "Acquire lock NAME, run COMMAND as a child while renewing the lease, release\n"
     "the lock when COMMAND ends. Options stop at the first non-option (NAME).\n"
     "\n"
-    "Options:\n"
-    "  -s, --strategy=S             insert (default), for-update or optimistic\n"
-    "  -n, --nonblock               fail at once if the lock is held (same as -w 0)\n"
+    "Options (those of flock(1), with a lock NAME instead of a file):\n"
+    "  -s, --shared                 take a shared lock: any number of shared holders\n"
+    "                               at once, never with an exclusive one\n"
+    "  -x, -e, --exclusive          take an exclusive lock (the default)\n"
+    "      --permits=N              a counting semaphore: at most N holders at once\n"
+    "                               (implies --shared; insert strategy)\n"
+    "  -S, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -n, --nb, --nonblock         fail at once if the lock is held (same as -w 0)\n"
     "  -w, --wait=SECONDS           wait at most SECONDS (fractions allowed) for the lock;\n"
     "                               without -n/-w wait forever (alias: --timeout)\n"
     "  -l, --lease=SECONDS          lease length (default 30, minimum 1); renewed every\n"
@@ -43,8 +48,14 @@ const char rl_usage_run[] =
     "  -E, --conflict-exit-code=N   exit status when the lock is not acquired (0-255,\n"
     "                               default 1)\n"
     "  -c, --command 'CMD'          (after NAME) run CMD with /bin/sh -c\n"
-    "      --verbose                report acquisition time, token and renewals on stderr,\n"
-    "                               and the library's events (rowlock: LEVEL KIND: MESSAGE)\n"
+    "  -o, --close                  accepted for flock(1) compatibility: COMMAND never\n"
+    "                               inherits the database connection anyway\n"
+    "  -F, --no-fork                refused: the lease needs rowlock to stay as\n"
+    "                               COMMAND's supervisor\n"
+    "      --verbose                report acquisition time, token and renewals on stderr;\n"
+    "                               on a conflict, name the holder; and the library's\n"
+    "                               events (rowlock: LEVEL KIND: MESSAGE)\n"
+    "  -V, --version                show the version\n"
     "  -h, --help                   show this help\n"
     "\n"
     "COMMAND gets ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token of this grant) and\n"
@@ -59,10 +70,15 @@ const char rl_usage_run[] =
     "lost while running; 126 COMMAND not executable; 127 COMMAND not found.\n";
 
 
-/* run's options are the shared ones (rowlock_cli.h): -c/--command comes
- * after NAME and is read by parse_run itself. */
+/* run's options: the shared ones (rowlock_cli.h), plus flock(1)'s -o, -F
+ * and -V. -c/--command comes after NAME and is read by parse_run itself. */
+enum { RO_CLOSE = 1, RO_NO_FORK, RO_VERSION };
+
 static const cli_optspec run_specs[] = {
     RL_LOCK_OPTSPECS,
+    { "close", 'o', 0, RO_CLOSE },
+    { "no-fork", 'F', 0, RO_NO_FORK },
+    { "version", 'V', 0, RO_VERSION },
     { NULL, 0, 0, 0 },
 };
 
@@ -121,6 +137,21 @@ int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, con
         return 1;
     case RL_LO_VERBOSE:
         o->verbose = 1;
+        return 1;
+    case RL_LO_SHARED:
+        o->mode = ROWLOCK_MODE_SHARED;
+        return 1;
+    case RL_LO_EXCLUSIVE:
+        o->mode = ROWLOCK_MODE_EXCLUSIVE;
+        return 1;
+    case RL_LO_PERMITS:
+        if (cli_parse_uint(val, 1, ROWLOCK_PERMITS_MAX, &u) != 0) {
+            fprintf(stderr, "%s: %s: --permits: '%s' is not a number of permits 1-%u\n", PROG, cmd, cli_q(val),
+                    ROWLOCK_PERMITS_MAX);
+            return CLI_EX_USAGE;
+        }
+        o->permits = (unsigned int)u;
+        o->mode = ROWLOCK_MODE_SHARED;
         return 1;
     default:
         return 0;
@@ -265,6 +296,8 @@ static void cloexec_new_fds(const fdmap *before)
 
 typedef struct run_args {
     rowlock_strategy strategy;
+    rowlock_mode mode;
+    unsigned int permits;
     int64_t wait_ms; /* ROWLOCK_WAIT_FOREVER, 0, or ms */
     int64_t lease_ms;
     int conflict_code;
@@ -289,12 +322,30 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
             return CLI_EX_USAGE;
         if (id == CLI_OP_CONN)
             continue;
-        rc = rl_lock_opt(&o, "run", rl_usage_run, id, val); /* run has only shared options */
+        rc = rl_lock_opt(&o, "run", rl_usage_run, id, val);
         if (rc != 0 && rc != 1)
             return rc; /* CLI_EX_USAGE, or -1 after --help */
+        if (rc == 1)
+            continue;
+        switch (id) {
+        case RO_CLOSE:
+            break; /* COMMAND never inherits the connection: nothing to close */
+        case RO_NO_FORK:
+            fprintf(stderr, "%s: run: --no-fork is not supported: rowlock stays as COMMAND's supervisor to renew "
+                            "the lease and end COMMAND if it is lost\n", PROG);
+            return CLI_EX_USAGE;
+        case RO_VERSION:
+            printf("rowlock %s (library %s, schema version %d)\n", ROWLOCK_VERSION_STRING, rowlock_version(),
+                   rowlock_schema_version_expected());
+            return -1;
+        default:
+            break;
+        }
     }
     rl_lock_opts_done(&o);
     ra->strategy = o.strategy;
+    ra->mode = o.mode;
+    ra->permits = o.permits;
     ra->wait_ms = o.wait_ms;
     ra->lease_ms = o.lease_ms;
     ra->conflict_code = o.conflict_code;
@@ -643,6 +694,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
 
     lo.strategy = ra.strategy;
+    lo.mode = ra.mode;
+    lo.permits = ra.permits;
     rc = rowlock_lock_new(&l, c, ra.name, &lo);
     if (rc != 0) {
         cli_report(PROG, "run", c, rc);
@@ -689,8 +742,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     t_acq = cli_mono_us();
     if (rc == ROWLOCK_EBUSY) {
         if (ra.verbose)
-            fprintf(stderr, "%s: lock '%s' is held by another owner; gave up after %.3f s\n", PROG,
-                    shown, (double)(t_acq - t_start) / 1e6);
+            fprintf(stderr, "%s: gave up after %.3f s: %s\n", PROG, (double)(t_acq - t_start) / 1e6,
+                    rowlock_client_errmsg(c));
         ex = ra.conflict_code;
         goto out;
     }

@@ -394,7 +394,7 @@ class Run:
                 cmd[0] = g.worker
         else:
             cmd = [self.rowlock, "--defaults-file", cnf, "--table", self.table, "run",
-                   "-s", g.strategy, "-l", "%.3f" % (g.lease_ms / 1000.0), g.name,
+                   "-S", g.strategy, "-l", "%.3f" % (g.lease_ms / 1000.0), g.name,
                    self.worker, "section", "--log", self.log_path, "--dir", self.data,
                    "--hold-ms", str(hold)]
             env = dict(os.environ, FAULT_SPAWN_US=str(now_us()), FAULT_STRATEGY=g.strategy,

@@ -1,0 +1,890 @@
+/*
+ * Shared (read) locks and counting semaphores of the insert strategy: names
+ * with several holders, kept in a holders table beside the names table
+ * (schema: sql/0003_shared_holders.sql, which becomes 0004 once galera's
+ * 0003 lands).
+ *
+ * Design
+ *
+ * Schema. A name that is used in shared or semaphore mode becomes a
+ *   "multi-holder name": its names-table row gets mode = 1, owner = '' (an
+ *   owner no client has: client owners are "host:pid:random"), count 0 and
+ *   expires_at = 9999-12-31, so the exclusive one-row protocol
+ *   (strategy_insert.c, lease.c; statements unchanged) always finds it held
+ *   and never takes it. Its row keeps the name's last token and gains
+ *   `permits` (0: any number of shared holders; N: at most N holders). Each
+ *   holder and each queued waiter is one row of <table>_hold, keyed by
+ *   (name, owner): mode (0 exclusive, 1 shared), ticket (its FIFO place),
+ *   granted, count (re-entry), token, acquired_at, expires_at.
+ *
+ * Which path a handle takes. Exclusive handles without permits run today's
+ *   one-row protocol: a name that never used shared/semaphore mode keeps its
+ *   statements and round trips exactly. If such a claim finds a multi-holder
+ *   row, the refusal's explaining read (row.c, the read every first loss
+ *   already makes) says ROWLOCK__EMULTI and lock.c retries the acquire here
+ *   with the time left; the handle remembers it (l->multi). Shared and
+ *   semaphore handles always come here. Only they turn a name into a
+ *   multi-holder name, and only when its row is free (no row, no owner, or a
+ *   lease that ended); while an exclusive one-row holder holds it they wait
+ *   on its wake-up hint (lease.c's GET_LOCK, freed by its release).
+ *
+ * SQL per acquire attempt: one transaction, 5 round trips (a name's first
+ *   shared use: 7, the conversion upsert and the first statement again):
+ *     START TRANSACTION
+ *     DRAW      UPDATE names SET token = LAST_INSERT_ID(GREATEST(token + 1,
+ *               new token)) for a mode-1 row: locks the names row (every
+ *               grant decision of the name is serialised on it) and draws
+ *               the token a grant in this transaction gets; a token drawn
+ *               for a waiter is simply skipped
+ *     ENTRIES   SELECT the name's permits and all its holder/waiter rows
+ *               (LOCK IN SHARE MODE: the latest committed ones)
+ *     WRITE     INSERT ... ON DUPLICATE KEY UPDATE of our own entry: a new
+ *               waiter (ticket = the drawn token), a grant (granted 1,
+ *               token, lease), or a re-entry (count + 1); takes our wake
+ *               lock (below) in the same statement
+ *     COMMIT
+ *   The grant decision is made in C from ENTRIES. Live entries (expires_at >
+ *   UTC_TIMESTAMP(6)) of other owners conflict when they are ahead of us
+ *   (smaller ticket) or granted:
+ *     exclusive: granted iff no live conflicting entry;
+ *     shared:    granted iff no conflicting exclusive entry and (permits = 0
+ *                or fewer than `permits` conflicting entries).
+ *   So holders are granted in ticket order across modes (FIFO): once an
+ *   exclusive waiter is queued, a later shared acquirer is behind it and
+ *   waits (no writer starvation); a semaphore admits at most N at once.
+ * Release: 1 round trip for a re-entry (count - 1), 2 for the final one
+ *   (DELETE of the entry, owner- and token-checked; then RELEASE_LOCK of the
+ *   wake lock, after the commit, so a woken waiter sees the row gone).
+ * Renew: 1 round trip, UPDATE expires_at, owner- and token-checked, only
+ *   while the lease has not ended (the lease keeper renews through it).
+ * Waiting without polling. Every entry's session holds a wake lock,
+ *   GET_LOCK("rowlock.<hash of table and name>.<hash of owner>"), from its
+ *   WRITE until its final release (or the end of its session). A waiter that
+ *   was not granted waits, in one statement, for the wake lock of the entry
+ *   that blocks it (exclusive waiter: the conflicting entry with the largest
+ *   ticket; shared: the conflicting exclusive one; semaphore: the holder
+ *   whose lease ends first), in slices of at most 1 s (250 ms when it waits
+ *   for one of N semaphore holders: another holder may leave first), then
+ *   tries again. A blocker whose session is gone but whose lease runs on (a
+ *   crashed holder) frees no lock: the waiter then sleeps until that lease
+ *   ends (capped backoff). A waiter's entry lives 5 s past each try, so a
+ *   waiter that crashed blocks nobody for long; one that gives up deletes
+ *   its entry.
+ * Leases, owner checks, re-entrancy. Each entry has its own lease; release
+ *   and renew match name, owner and the grant's token. A second grant to the
+ *   same owner (another handle of the client, or the same handle again) is a
+ *   re-entry of the entry (count + 1, same token); a shared holder asking
+ *   exclusive is refused (no upgrade: two upgraders would deadlock). An entry
+ *   of our owner that no handle of ours holds (a grant whose connection died
+ *   after the commit) is adopted as a fresh grant of ours.
+ * Fencing tokens. A grant's token is drawn under the names row's lock as
+ *   GREATEST(row token + 1, sequence, clock) and written back to the row, so
+ *   every grant's token is greater than every token granted before it on
+ *   that name, in either mode: an exclusive grant's token is greater than
+ *   every reader's before it, and readers granted after it get greater
+ *   tokens still. The reaper keeps multi-holder names' rows (their tokens),
+ *   and deletes holder entries whose lease ended more than its grace ago.
+ */
+#include "rowlock_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WAITER_TTL_US 5000000    /* a waiter's entry outlives its last try by this */
+#define SEM_SLICE_S 0.25         /* a semaphore waiter's slice on one of N holders */
+#define TICKET_KEEP_US 3000000   /* a wait that ended keeps its queue place this long */
+
+static const char SQL_BEGIN[] = "/* rowlock:hold-begin */ START TRANSACTION";
+static const char SQL_COMMIT[] = "/* rowlock:hold-commit */ COMMIT";
+static const char SQL_ROLLBACK[] = "/* rowlock:hold-rollback */ ROLLBACK";
+
+/* Params: permits, permits, name. Rows changed: 1 (a multi-holder row of
+ * the insert strategy, now locked), else 0. LAST_INSERT_ID: the token. */
+static const char SQL_DRAW[] =
+    "/* rowlock:hold-draw */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
+    " permits = IF(? > 0 AND permits = 0, ?, permits) "
+    "WHERE name = ? AND strategy = 1 AND mode = 1 AND owner = ''";
+
+/* Turn a free row (or no row) into a multi-holder row. Params: name,
+ * permits, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
+ * by an exclusive one-row holder, or another strategy's row). The first
+ * assignment decides (LAST_INSERT_ID 1/0); the others read only it and
+ * columns not yet assigned. */
+static const char SQL_CONVERT[] =
+    "/* rowlock:hold-convert */ SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT INTO `{{table}}` (name, strategy, mode, owner, count, token, acquired_at, expires_at, permits) "
+    "VALUES (?, 1, 1, '', 0, 0, NULL, '9999-12-31 00:00:00', ?) "
+    "ON DUPLICATE KEY UPDATE"
+    " owner = IF(LAST_INSERT_ID(strategy = 1 AND ((mode = 1 AND owner = '') OR " ROWLOCK__SQL_FREE_ROW ")), '', owner),"
+    " count = IF(LAST_INSERT_ID(), 0, count),"
+    " expires_at = IF(LAST_INSERT_ID(), '9999-12-31 00:00:00', expires_at),"
+    " permits = IF(LAST_INSERT_ID() AND mode <> 1, ?, permits),"
+    " mode = IF(LAST_INSERT_ID(), 1, mode)";
+
+/* Params: name. One row per entry (none: a row with NULL entry columns). */
+static const char SQL_ENTRIES[] =
+    "/* rowlock:hold-entries */ SELECT t.permits, IFNULL(h.owner, ''), IFNULL(h.mode, 0), IFNULL(h.ticket, 0), IFNULL(h.granted, 0),"
+    " IFNULL(h.count, 0), IFNULL(h.token, 0), IFNULL(h.expires_at > UTC_TIMESTAMP(6), 0),"
+    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL "
+    "FROM `{{table}}` t LEFT JOIN `{{table}}_hold` h ON h.name = t.name WHERE t.name = ? ORDER BY h.ticket "
+    "LOCK IN SHARE MODE";
+
+/* Our entry. Params: name, owner, mode, ticket, granted, granted (for
+ * acquired_at), count, wake, wake, token, lease µs (the entry's expiry from
+ * now). The wake lock is taken in the same statement, once per session
+ * (IS_USED_LOCK guards GET_LOCK, which nests). Assignments read columns
+ * before they are assigned only, so both assignment orders agree. */
+static const char SQL_WRITE[] =
+    "/* rowlock:hold-write */ INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at) "
+    "VALUES (?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"
+    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
+    " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "ON DUPLICATE KEY UPDATE"
+    " acquired_at = IF(VALUES(granted) = 1 AND (granted = 0 OR token <> VALUES(token)), UTC_TIMESTAMP(6), acquired_at),"
+    " expires_at = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(expires_at, VALUES(expires_at)),"
+    "   VALUES(expires_at)),"
+    " mode = VALUES(mode), ticket = VALUES(ticket), granted = VALUES(granted), count = VALUES(count), token = VALUES(token)";
+
+/* Params: name, owner, token. Rows: 1 done, 0 lost. */
+static const char SQL_RELEASE_ONE[] =
+    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1";
+static const char SQL_RELEASE_LAST[] =
+    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
+/* A waiter that gives up. Params: name, owner. */
+static const char SQL_FORGET[] =
+    "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 0";
+/* Params: lease µs, name, owner, token. Rows: 1 renewed, 0 lost. */
+static const char SQL_RENEW[] =
+    "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+/* Params: grace µs (count) / grace µs, batch (delete). */
+static const char SQL_REAP_COUNT[] =
+    "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
+static const char SQL_REAP[] =
+    "/* rowlock:hold-reap */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "DELETE FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
+/* Params: wake lock, wait s, wake lock. 1: it was free or freed, 0: timed out. */
+static const char SQL_WAIT[] =
+    "/* rowlock:hold-wait */ SELECT IF(GET_LOCK(?, ?) = 1, 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0)";
+static const char SQL_WAKE_FREE[] = "/* rowlock:hold-wake-free */ SELECT RELEASE_LOCK(?)";
+
+/* ---- entries --------------------------------------------------------------- */
+
+typedef struct entry {
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    int mode;
+    uint64_t ticket;
+    int granted;
+    unsigned count;
+    uint64_t token;
+    int live;
+    int64_t expires_in_ms;
+} entry;
+
+typedef struct entries {
+    rowlock__col cols[10];
+    entry cur;
+    entry *v;
+    size_t n, cap;
+    unsigned permits;
+    int oom;
+} entries;
+
+static int entries_row(void *arg)
+{
+    entries *e = arg;
+    e->permits = (unsigned)e->cols[0].i;
+    if (!e->cols[9].i)
+        return 0; /* the name has no entries */
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 16;
+        entry *v = realloc(e->v, cap * sizeof *v);
+        if (!v) {
+            e->oom = 1;
+            return 1;
+        }
+        e->v = v;
+        e->cap = cap;
+    }
+    entry *x = &e->v[e->n++];
+    *x = e->cur;
+    x->mode = (int)e->cols[2].i;
+    x->ticket = e->cols[3].u;
+    x->granted = (int)e->cols[4].i;
+    x->count = (unsigned)e->cols[5].i;
+    x->token = e->cols[6].u;
+    x->live = (int)e->cols[7].i;
+    x->expires_in_ms = e->cols[8].i;
+    return 0;
+}
+
+static int entries_read(rowlock_lock *l, entries *e)
+{
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < 10; i++)
+        e->cols[i].type = ROWLOCK__T_I64;
+    e->cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = e->cur.owner, .cap = sizeof e->cur.owner };
+    e->cols[3].type = ROWLOCK__T_U64;
+    e->cols[6].type = ROWLOCK__T_U64;
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    int rc = rowlock__db_exec(l->client, "acquire (insert, entries)", SQL_ENTRIES, 0, &p, 1, e->cols, 10, entries_row,
+                              e, NULL);
+    if (rc == 0 && e->oom)
+        rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
+    return rc;
+}
+
+/* ---- names of the wake locks ----------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return (h ^ 0) * 0x100000001b3ULL;
+}
+
+static void wake_name(const rowlock_lock *l, const char *owner, char *out, size_t cap)
+{
+    uint64_t h = fnv(fnv(0xcbf29ce484222325ULL, l->client->table), l->name);
+    snprintf(out, cap, "rowlock.%016llx.%016llx", (unsigned long long)h,
+             (unsigned long long)fnv(0xcbf29ce484222325ULL, owner));
+}
+
+static const char *mode_name(int mode)
+{
+    return mode == ROWLOCK_MODE_SHARED ? "shared" : "exclusive";
+}
+
+/* Holds of this name by this client's handles through the holders table,
+ * besides `l`'s own. */
+static unsigned other_holds(const rowlock_lock *l)
+{
+    unsigned n = 0;
+    for (const rowlock_lock *h = l->client->locks; h; h = h->next)
+        if (h != l && h->held_multi && h->held > 0 && !h->lost && h->name_len == l->name_len &&
+            memcmp(h->name, l->name, l->name_len) == 0)
+            n += h->held;
+    return n;
+}
+
+static void quiet(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np, rowlock__col *col)
+{
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    (void)rowlock__db_exec(c, "hold", sql, 0, p, np, col, col ? 1 : 0, NULL, NULL, NULL);
+    rowlock__error_restore(c, &keep);
+}
+
+static void rollback(rowlock_client *c)
+{
+    if (!c->connected)
+        return;
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    (void)rowlock__db_simple(c, "rollback", SQL_ROLLBACK);
+    rowlock__error_restore(c, &keep);
+}
+
+/* ---- one attempt ------------------------------------------------------------- */
+
+/* What an attempt that was not granted learned. */
+typedef struct blocked {
+    int path;             /* ATT_*: why */
+    char wake[64];        /* the blocker's wake lock ("" none) */
+    int64_t blocker_ms;   /* ms until the blocker's lease ends */
+    double slice_cap_s;   /* how long to wait on it at most */
+    char why[ROWLOCK__ERRMSG_MAX];
+} blocked;
+
+enum { ATT_QUEUED = 1, ATT_ONE_ROW, ATT_EXCLUSIVE_ROW };
+
+/* A grant or a queued entry (rc 0 with *granted), or an error. b->path
+ * ATT_ONE_ROW: the name's row is held by an exclusive one-row holder (or
+ * belongs to another strategy: then rc is EINVALID); ATT_EXCLUSIVE_ROW: an
+ * exclusive handle found no multi-holder row (it takes the one-row path). */
+static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted, blocked *b)
+{
+    rowlock_client *c = l->client;
+    int rc;
+    *granted = 0;
+    b->path = 0;
+    b->wake[0] = '\0';
+    if ((rc = rowlock__db_simple(c, "acquire (insert): begin", SQL_BEGIN)))
+        return rc;
+    rowlock__param pd[3] = { RL_I64(l->permits), RL_I64(l->permits), RL_STR(l->name, l->name_len) };
+    rowlock__res res;
+    for (int converted = 0;; converted = 1) {
+        if ((rc = rowlock__db_exec(c, "acquire (insert): lock name", SQL_DRAW, 0, pd, 3, NULL, 0, NULL, NULL, &res)))
+            goto fail;
+        if (res.affected == 1)
+            break;
+        if (converted) {
+            rc = rowlock__fail(c, ROWLOCK_EDB, "acquire %s (insert): the name's row vanished", l->shown);
+            goto fail;
+        }
+        if (l->mode == ROWLOCK_MODE_EXCLUSIVE && l->permits == 0) {
+            rollback(c);
+            b->path = ATT_EXCLUSIVE_ROW;
+            return 0;
+        }
+        rowlock__param pc[3] = { RL_STR(l->name, l->name_len), RL_I64(l->permits), RL_I64(l->permits) };
+        if ((rc = rowlock__db_exec(c, "acquire (insert): convert", SQL_CONVERT, 0, pc, 3, NULL, 0, NULL, NULL, &res)))
+            goto fail;
+        if (!(res.affected == 1 || res.insert_id == 1)) {
+            rollback(c);
+            b->path = ATT_ONE_ROW;
+            rc = rowlock__explain_busy_row(l, ROWLOCK_STRATEGY_INSERT, NULL);
+            if (rc == ROWLOCK__EMULTI) /* became a multi-holder row meanwhile */
+                rc = ROWLOCK_EBUSY;
+            return rc == ROWLOCK_EBUSY ? 0 : rc;
+        }
+    }
+    const uint64_t drawn = res.insert_id;
+    entries e;
+    if ((rc = entries_read(l, &e))) {
+        free(e.v);
+        goto fail;
+    }
+
+    /* Ours, and our place. */
+    const entry *mine = NULL;
+    for (size_t i = 0; i < e.n; i++)
+        if (strcmp(e.v[i].owner, c->owner) == 0)
+            mine = &e.v[i];
+    unsigned others = other_holds(l) + (l->held_multi ? l->held : 0);
+    int mode = l->mode, count = 1;
+    uint64_t token = drawn, tk = drawn;
+    /* A waiting acquire that follows a wait of this handle which ended
+     * moments ago (a caller waiting in slices, as `rowlock run` does) takes
+     * its queue place again: its entry was deleted so that a caller that
+     * gave up blocks nobody, but its ticket still orders it. */
+    if (!try_once && *ticket == 0 && l->ticket && rowlock__now_us() - l->ticket_left_us < TICKET_KEEP_US)
+        tk = l->ticket;
+    else if (*ticket)
+        tk = *ticket;
+    if (mine && mine->live && mine->granted && others > 0) {
+        /* A re-entry: another handle of ours holds it (or this one does). */
+        if (mine->mode == ROWLOCK_MODE_SHARED && l->mode == ROWLOCK_MODE_EXCLUSIVE) {
+            rollback(c);
+            free(e.v);
+            return rowlock__fail(c, ROWLOCK_EINVALID,
+                                 "acquire %s (insert, exclusive): this client holds it shared; release it first "
+                                 "(no upgrade from shared to exclusive)",
+                                 l->shown);
+        }
+        mode = mine->mode;
+        count = (int)mine->count + 1;
+        token = mine->token;
+        tk = mine->ticket;
+        *granted = 1;
+    } else if (mine && mine->live && mine->mode == l->mode) {
+        /* Our queued entry (keeps its place), or our grant no handle knows of
+         * (its acquire's connection died after the commit): adopted. */
+        tk = mine->ticket;
+        if (mine->granted) {
+            token = mine->token;
+            *granted = 1;
+        }
+    }
+    if (!*granted) {
+        /* Conflicts: live entries of others that are ahead of us or granted. */
+        unsigned ahead = 0, excl = 0;
+        const entry *last = NULL, *last_x = NULL, *first_end = NULL;
+        for (size_t i = 0; i < e.n; i++) {
+            const entry *x = &e.v[i];
+            if (x == mine || !x->live || !(x->ticket < tk || x->granted))
+                continue;
+            ahead++;
+            last = x;
+            if (x->mode == ROWLOCK_MODE_EXCLUSIVE) {
+                excl++;
+                last_x = x;
+            }
+            if (x->granted && (!first_end || x->expires_in_ms < first_end->expires_in_ms))
+                first_end = x;
+        }
+        const entry *blocker = NULL;
+        if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
+            blocker = last;
+            b->slice_cap_s = 1;
+        } else if (excl) {
+            blocker = last_x;
+            b->slice_cap_s = 1;
+        } else if (e.permits && ahead >= e.permits) {
+            blocker = first_end ? first_end : last;
+            b->slice_cap_s = SEM_SLICE_S;
+        }
+        if (blocker == NULL) {
+            *granted = 1;
+        } else {
+            char owner[4 * ROWLOCK_OWNER_MAX + 8];
+            rowlock_escape(owner, sizeof owner, blocker->owner, strlen(blocker->owner));
+            b->path = ATT_QUEUED;
+            wake_name(l, blocker->owner, b->wake, sizeof b->wake);
+            b->blocker_ms = blocker->expires_in_ms;
+            if (e.permits && !excl && l->mode == ROWLOCK_MODE_SHARED)
+                snprintf(b->why, sizeof b->why,
+                         "acquire %.150s (insert, shared): all %u permits taken (%u holders and waiters ahead; e.g. "
+                         "%.150s, %s, %s, token %llu, for another %lld ms)",
+                         l->shown, e.permits, ahead, owner, mode_name(blocker->mode),
+                         blocker->granted ? "holding" : "waiting", (unsigned long long)blocker->token,
+                         (long long)blocker->expires_in_ms);
+            else
+                snprintf(b->why, sizeof b->why, "acquire %.150s (insert, %s): %s by %.150s (%s, token %llu) for another %lld ms",
+                         l->shown, mode_name(l->mode), blocker->granted ? "held" : "queued for", owner,
+                         mode_name(blocker->mode), (unsigned long long)blocker->token,
+                         (long long)blocker->expires_in_ms);
+        }
+    }
+    free(e.v);
+    if (!*granted && try_once) {
+        /* A try-once that lost writes nothing: no queue entry to clean up. */
+        rollback(c);
+        return 0;
+    }
+
+    char wake[64];
+    wake_name(l, c->owner, wake, sizeof wake);
+    int64_t ttl_us = *granted ? lease_ms * 1000 : WAITER_TTL_US;
+    rowlock__param pw[11] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
+                              RL_U64(tk),
+                              RL_I64(*granted),
+                              RL_I64(*granted),
+                              RL_I64(*granted ? count : 0),
+                              RL_STR(wake, strlen(wake)),
+                              RL_STR(wake, strlen(wake)),
+                              RL_U64(*granted ? token : 0),
+                              RL_I64(ttl_us) };
+    if ((rc = rowlock__db_exec(c, "acquire (insert): write entry", SQL_WRITE, 0, pw, 11, NULL, 0, NULL, NULL, &res)))
+        goto fail;
+    if ((rc = rowlock__db_simple(c, "acquire (insert): commit", SQL_COMMIT)))
+        goto fail;
+    *ticket = tk;
+    if (*granted)
+        l->token = token;
+    return 0;
+fail:
+    rollback(c);
+    *granted = 0;
+    return rc;
+}
+
+/* Wait for a wake lock (a slice of at most cap seconds). 1 it was free or
+ * freed, 0 timed out, -1 error. */
+static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
+{
+    rowlock__param p[3] = { RL_STR(wake, strlen(wake)), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
+                            RL_STR(wake, strlen(wake)) };
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    int rc = rowlock__db_exec(c, "acquire: wait", SQL_WAIT, 0, p, 3, &col, 1, NULL, NULL, NULL);
+    rowlock__error_restore(c, &keep);
+    if (rc || col.is_null)
+        return -1;
+    return (int)col.i;
+}
+
+static void forget(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    if (!c->connected)
+        return;
+    rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+    quiet(c, SQL_FORGET, p, 2, NULL);
+    if (other_holds(l) == 0 && l->held == 0) {
+        char wake[64];
+        wake_name(l, c->owner, wake, sizeof wake);
+        rowlock__param pw = RL_STR(wake, strlen(wake));
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        quiet(c, SQL_WAKE_FREE, &pw, 1, &col);
+    }
+}
+
+int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    if (l->permits > ROWLOCK_PERMITS_MAX)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "acquire %s: %u permits is over the limit (%u)", l->shown,
+                             l->permits, ROWLOCK_PERMITS_MAX);
+    /* Not on a Galera cluster (yet): the holders' leases and the conversion
+     * of a free row are judged by expires_at, i.e. by node clocks, which the
+     * cluster rule (lease_cluster.c) exists to avoid. */
+    int cluster = 0;
+    int rc0 = rowlock__cluster_rule(c, &cluster);
+    if (rc0)
+        return rc0;
+    if (cluster)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "acquire %s: shared locks and semaphores are not supported on a Galera cluster (their "
+                             "leases would depend on node clocks); use exclusive locks there",
+                             l->shown);
+    const int64_t start = rowlock__now_us();
+    const int64_t deadline =
+        wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
+    uint64_t ticket = 0;
+    unsigned polls = 0;
+    int queued = 0;
+    for (;;) {
+        int granted = 0;
+        blocked b;
+        int rc = attempt(l, lease_ms, wait_ms == 0, &ticket, &granted, &b);
+        if (rc == ROWLOCK_EBUSY && b.path == 0) {
+            /* A lock wait or deadlock on the name's row (another acquirer's
+             * transaction, a for-update holder): try again shortly. */
+            rc = 0;
+            b.path = ATT_QUEUED;
+            b.wake[0] = '\0';
+            b.blocker_ms = 0;
+            b.slice_cap_s = 0;
+            memcpy(b.why, c->errmsg, sizeof b.why);
+        }
+        if (rc) {
+            if (queued)
+                forget(l);
+            return rc;
+        }
+        if (granted) {
+            l->held_multi = 1;
+            l->ticket = 0;
+            return 0;
+        }
+        if (b.path == ATT_EXCLUSIVE_ROW) {
+            l->multi = 0; /* the name has no multi-holder row (any more) */
+            int64_t left = deadline == INT64_MAX ? ROWLOCK_WAIT_FOREVER : (deadline - rowlock__now_us()) / 1000;
+            rc = l->ops->acquire(l, left < 0 ? 0 : left, lease_ms);
+            if (rc == 0)
+                l->held_multi = 0;
+            if (rc != ROWLOCK__EMULTI)
+                return rc;
+            rowlock__clear_error(c); /* turned into a multi-holder name meanwhile */
+            l->multi = 1;
+            continue;
+        }
+        if (b.path == ATT_QUEUED)
+            queued = 1;
+        else
+            memcpy(b.why, c->errmsg, sizeof b.why); /* ATT_ONE_ROW: the explaining read's message */
+        int64_t now = rowlock__now_us();
+        if (now >= deadline) {
+            if (queued) {
+                forget(l);
+                l->ticket = ticket;
+                l->ticket_left_us = rowlock__now_us();
+            }
+            memcpy(c->errmsg, b.why, sizeof c->errmsg);
+            return ROWLOCK_EBUSY;
+        }
+        int64_t left_us = deadline - now;
+        double slice = b.path == ATT_QUEUED ? b.slice_cap_s : 1.0;
+        if ((double)left_us / 1e6 < slice)
+            slice = (double)left_us / 1e6;
+        int w;
+        if (b.path == ATT_ONE_ROW)
+            w = wait_wake(c, ROWLOCK__LEASE(l)->hint, slice); /* the one-row holder's hint */
+        else if (b.wake[0])
+            w = wait_wake(c, b.wake, slice);
+        else
+            w = 1;
+        if (w == 1 && b.path == ATT_QUEUED && b.blocker_ms > 0 && b.wake[0]) {
+            /* The blocker's wake lock is free but its entry was live: its
+             * session is gone (or it is between statements). Wait for its
+             * lease, polling with capped backoff. */
+            int64_t d = rowlock__backoff_us(polls < 16 ? polls : 16, 2000, 200000, rowlock__rand32(&c->rng));
+            polls++;
+            if (d > b.blocker_ms * 1000 + 1000)
+                d = b.blocker_ms * 1000 + 1000;
+            if (d > deadline - rowlock__now_us())
+                d = deadline - rowlock__now_us();
+            if (d > 0)
+                rowlock__sleep_us(d);
+        } else if (w < 0 || (w == 1 && b.path == ATT_ONE_ROW) || !b.wake[0]) {
+            /* An error, a free hint while the row was held (being released,
+             * or its holder's session is gone), or a busy statement: back off. */
+            rowlock__sleep_us(rowlock__backoff_us(polls < 16 ? polls++ : 16, 2000, 200000, rowlock__rand32(&c->rng)));
+        } else {
+            polls = 0;
+        }
+    }
+}
+
+static void wake_free(rowlock_lock *l)
+{
+    char wake[64];
+    wake_name(l, l->client->owner, wake, sizeof wake);
+    rowlock__param pw = RL_STR(wake, strlen(wake));
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    quiet(l->client, SQL_WAKE_FREE, &pw, 1, &col);
+}
+
+static int lost(rowlock_lock *l, const char *what)
+{
+    if (other_holds(l) == 0 && l->client->connected)
+        wake_free(l); /* nobody may wait on an entry that is gone */
+    return rowlock__fail(l->client, ROWLOCK_ENOTOWNER,
+                         "%s %s (insert, %s): not the owner any more: its lease ended and its entry was taken over "
+                         "or purged, or an administrator released it",
+                         what, l->shown, mode_name(l->mode));
+}
+
+static int exec_retrying(rowlock_client *c, const char *what, const char *sql, const rowlock__param *p, unsigned np,
+                         rowlock__res *res)
+{
+    int rc = ROWLOCK_EBUSY;
+    for (unsigned attempt = 0; attempt < 8 && rc == ROWLOCK_EBUSY; attempt++) {
+        if (attempt)
+            rowlock__sleep_us(rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng)));
+        rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
+    }
+    if (rc == ROWLOCK_EBUSY)
+        return rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
+    return rc;
+}
+
+int rowlock__holders_release(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
+    rowlock__res res;
+    int last = l->held == 1 && other_holds(l) == 0;
+    int rc = exec_retrying(c, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &res);
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return lost(l, "release");
+    if (last)
+        wake_free(l); /* after the commit: wakes a waiter */
+    return 0;
+}
+
+int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                            RL_U64(l->token) };
+    rowlock__res res;
+    int rc = exec_retrying(c, "renew", SQL_RENEW, p, 4, &res);
+    if (rc)
+        return rc;
+    return res.affected == 1 ? 0 : lost(l, "renew");
+}
+
+int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    if (l->multi && (l->held == 0 || l->held_multi))
+        return rowlock__holders_acquire(l, wait_ms, lease_ms);
+    const int64_t start = rowlock__now_us();
+    int rc = l->ops->acquire(l, wait_ms, lease_ms);
+    if (rc == 0)
+        l->held_multi = 0;
+    if (rc != ROWLOCK__EMULTI)
+        return rc;
+    /* The name has a multi-holder row: its exclusive holders are entries too. */
+    rowlock__clear_error(l->client);
+    l->multi = 1;
+    int64_t left = wait_ms;
+    if (wait_ms > 0) {
+        left = wait_ms - (rowlock__now_us() - start) / 1000;
+        if (left < 0)
+            left = 0;
+    }
+    return rowlock__holders_acquire(l, left, lease_ms);
+}
+
+/* ---- administration ------------------------------------------------------ */
+
+/* Params: name, name (NULL: all). */
+static const char SQL_HOLDERS[] =
+    "/* rowlock:hold-list */ SELECT h.name, h.owner, h.mode, h.granted, h.expires_at > UTC_TIMESTAMP(6), h.count, h.token,"
+    " h.ticket, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), IFNULL(t.permits, 0) "
+    "FROM `{{table}}_hold` h LEFT JOIN `{{table}}` t ON t.name = h.name "
+    "WHERE (? IS NULL OR h.name = ?) ORDER BY h.name, h.ticket";
+/* Params: permits, name. */
+static const char SQL_SET_PERMITS[] =
+    "/* rowlock:hold-permits */ UPDATE `{{table}}` SET permits = ? WHERE name = ? AND strategy = 1 AND mode = 1";
+/* Params: name, owner, owner (NULL: all). */
+static const char SQL_FORCE[] =
+    "/* rowlock:hold-force */ DELETE FROM `{{table}}_hold` WHERE name = ? AND (? IS NULL OR owner = ?)";
+
+typedef struct holders_ctx {
+    rowlock__col cols[10];
+    rowlock_holder_info h;
+    int (*fn)(const rowlock_holder_info *, void *);
+    void *arg;
+} holders_ctx;
+
+static int holders_row(void *arg)
+{
+    holders_ctx *x = arg;
+    x->h.mode = (rowlock_mode)x->cols[2].i;
+    x->h.granted = (int)x->cols[3].i;
+    x->h.live = (int)x->cols[4].i;
+    x->h.count = (unsigned)x->cols[5].i;
+    x->h.token = x->cols[6].u;
+    x->h.ticket = x->cols[7].u;
+    x->h.expires_in_ms = x->cols[8].i;
+    x->h.permits = (unsigned)x->cols[9].i;
+    return x->fn(&x->h, x->arg);
+}
+
+static int name_arg(rowlock_client *c, const char *what, const char *name)
+{
+    const char *why = NULL;
+    if (rowlock_name_check(name, &why))
+        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: %s", what, why);
+    return 0;
+}
+
+ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
+                                   int (*fn)(const rowlock_holder_info *h, void *arg), void *arg)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    int rc;
+    if (fn == NULL)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "holders: callback is NULL");
+    if (name && (rc = name_arg(c, "holders", name)))
+        return rc;
+    holders_ctx x;
+    memset(&x, 0, sizeof x);
+    x.h.version = ROWLOCK_HOLDER_INFO_VERSION;
+    x.fn = fn;
+    x.arg = arg;
+    for (int i = 0; i < 10; i++)
+        x.cols[i].type = ROWLOCK__T_I64;
+    x.cols[0] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.h.name, .cap = sizeof x.h.name };
+    x.cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.h.owner, .cap = sizeof x.h.owner };
+    x.cols[6].type = ROWLOCK__T_U64;
+    x.cols[7].type = ROWLOCK__T_U64;
+    rowlock__param p[2];
+    if (name)
+        p[0] = p[1] = RL_STR(name, strlen(name));
+    else
+        p[0] = p[1] = (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 };
+    return rowlock__db_exec(c, "holders", SQL_HOLDERS, 0, p, 2, x.cols, 10, holders_row, &x, NULL);
+}
+
+ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    int rc;
+    if ((rc = name_arg(c, "set permits", name)))
+        return rc;
+    if (permits > ROWLOCK_PERMITS_MAX)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "set permits: %u is over the limit (%u)", permits,
+                             ROWLOCK_PERMITS_MAX);
+    size_t n = strlen(name);
+    rowlock__param p[2] = { RL_I64(permits), RL_STR(name, n) };
+    rowlock__res res;
+    if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+        return rc;
+    if (res.affected == 1)
+        return 0;
+    /* Not a multi-holder name yet (or the value was already that: then the
+     * conversion below changes nothing and says so). */
+    rowlock__param pc[3] = { RL_STR(name, n), RL_I64(permits), RL_I64(permits) };
+    if ((rc = rowlock__db_exec(c, "set permits", SQL_CONVERT, 0, pc, 3, NULL, 0, NULL, NULL, &res)))
+        return rc;
+    if (res.affected == 1 || res.insert_id == 1) {
+        if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+            return rc;
+        return 0;
+    }
+    char shown[4 * ROWLOCK_NAME_MAX + 8];
+    rowlock_escape(shown, sizeof shown, name, n);
+    return rowlock__fail(c, ROWLOCK_EBUSY,
+                         "set permits '%s': the name is held by an exclusive holder of the one-row protocol, or "
+                         "belongs to another strategy; try again once it is free",
+                         shown);
+}
+
+ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
+                                                unsigned int *released)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    int rc;
+    if (released)
+        *released = 0;
+    if ((rc = name_arg(c, "force release", name)))
+        return rc;
+    if (owner && (strlen(owner) == 0 || strlen(owner) > ROWLOCK_OWNER_MAX))
+        return rowlock__fail(c, ROWLOCK_EINVALID, "force release: the owner must be 1-%d bytes", ROWLOCK_OWNER_MAX);
+    rowlock__param p[3] = { RL_STR(name, strlen(name)),
+                            owner ? RL_STR(owner, strlen(owner)) : (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 },
+                            owner ? RL_STR(owner, strlen(owner)) : (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 } };
+    rowlock__res res;
+    if ((rc = rowlock__db_exec(c, "force release", SQL_FORCE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+        return rc;
+    if (released)
+        *released = (unsigned)res.affected;
+    return 0;
+}
+
+int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged)
+{
+    rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
+    int rc;
+    if (dry_run) {
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        if ((rc = rowlock__db_exec(c, "reap: survey holders", SQL_REAP_COUNT, 0, p, 1, &col, 1, NULL, NULL, NULL)))
+            return rc;
+        *purged += (uint64_t)col.i;
+        return 0;
+    }
+    for (unsigned busy = 0;;) {
+        rowlock__res res;
+        rc = rowlock__db_exec(c, "reap: delete holders", SQL_REAP, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        if (rc == ROWLOCK_EBUSY && ++busy < 10) {
+            rowlock__sleep_us(1000); /* an entry written by a live transaction: again */
+            continue;
+        }
+        if (rc)
+            return rc;
+        *purged += res.affected;
+        if (res.affected < batch)
+            return 0;
+    }
+}
+
+/* Params: name. One row: live holders, their holds, any stale holder, the
+ * first live holder's owner, the latest lease end (µs epoch, ms from now). */
+static const char SQL_INSPECT[] =
+    "/* rowlock:hold-inspect */ SELECT COUNT(*), IFNULL(SUM(count), 0),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` s WHERE s.name = ? AND s.granted = 1 AND s.expires_at <= UTC_TIMESTAMP(6)),"
+    " IFNULL(SUBSTRING_INDEX(GROUP_CONCAT(owner ORDER BY ticket SEPARATOR '\\n'), '\\n', 1), ''),"
+    " IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MAX(expires_at)), 0),"
+    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), MAX(expires_at)) / 1000), 0),"
+    " IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(acquired_at)), 0), IFNULL(MAX(token), 0) "
+    "FROM `{{table}}_hold` WHERE name = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+
+int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info)
+{
+    if (!info->exists || !info->held || info->owner[0] || info->strategy != ROWLOCK_STRATEGY_INSERT)
+        return 0;
+    rowlock__col cols[8];
+    memset(cols, 0, sizeof cols);
+    for (int i = 0; i < 8; i++)
+        cols[i].type = ROWLOCK__T_I64;
+    cols[3] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = info->owner, .cap = sizeof info->owner };
+    cols[7].type = ROWLOCK__T_U64;
+    rowlock__param p[2] = { RL_STR(info->name, strlen(info->name)), RL_STR(info->name, strlen(info->name)) };
+    int rc = rowlock__db_exec(c, "inspect (holders)", SQL_INSPECT, 0, p, 2, cols, 8, NULL, NULL, NULL);
+    if (rc)
+        return rc;
+    info->held = cols[0].i > 0;
+    info->count = (unsigned)cols[1].i;
+    info->stale = !info->held && cols[2].i > 0;
+    info->expires_at_us = cols[4].i;
+    info->expires_in_ms = cols[5].i;
+    info->acquired_at_us = cols[6].i;
+    if (info->held)
+        info->token = cols[7].u; /* the latest grant's (the row's may be a waiter's draw) */
+    if (!info->held)
+        info->owner[0] = '\0';
+    return 0;
+}

@@ -1,0 +1,485 @@
+/*
+ * Shared locks and counting semaphores (issue 17), per strategy that has a
+ * shared mode: readers coexist, a writer excludes, a writer is not starved
+ * by later readers (FIFO across modes), tokens order a writer after the
+ * readers before it; semaphores (insert) never exceed N; a schema 2 table
+ * migrates with live locks; optimistic refuses shared.
+ *
+ *     test_modes insert|for-update [test-filter]
+ */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static rowlock_strategy S;
+static char TABLE[64];
+
+static rowlock_lock *ML(rowlock_client *c, const char *name, rowlock_mode mode, unsigned permits)
+{
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *l = NULL;
+    o.strategy = S;
+    o.mode = mode;
+    o.permits = permits;
+    assert_rc(rowlock_lock_new(&l, c, name, &o), 0, c);
+    tu_register_lock(l);
+    return l;
+}
+
+static rowlock_client *C(void)
+{
+    return tu_client(TABLE);
+}
+
+/* A child's handle with a mode. */
+static int child_lock(const char *name, rowlock_mode mode, unsigned permits, rowlock_client **c, rowlock_lock **l)
+{
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    *l = NULL;
+    *c = tu_child_client(NULL, TABLE);
+    if (*c == NULL)
+        return 10;
+    o.strategy = S;
+    o.mode = mode;
+    o.permits = permits;
+    return rowlock_lock_new(l, *c, name, &o) ? 11 : 0;
+}
+
+/* ---- readers and writers -------------------------------------------------- */
+
+static void test_shared__readers_coexist(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C(), *d = C();
+    rowlock_lock *ra = ML(a, "coexist", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb = ML(b, "coexist", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rd = ML(d, "coexist", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(ra, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), 0, b);
+    assert_rc(rowlock_acquire(rd, 0, TU_LEASE_LONG), 0, d);
+    assert_true(rowlock_lock_token(ra) != 0 && rowlock_lock_token(rb) > rowlock_lock_token(ra));
+    assert_true(rowlock_lock_token(rd) > rowlock_lock_token(rb));
+    assert_int_equal(rowlock_lock_mode(ra), ROWLOCK_MODE_SHARED);
+    /* Re-entry and renew per holder. */
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), 0, b);
+    assert_int_equal(rowlock_lock_held(rb), 2);
+    assert_rc(rowlock_renew(rb, TU_LEASE_LONG), 0, b);
+    assert_rc(rowlock_release(rb), 0, b);
+    assert_rc(rowlock_release(rb), 0, b);
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_release(rd), 0, d);
+    /* Released: release again is refused by the handle, renew too. */
+    assert_rc(rowlock_release(ra), ROWLOCK_EINVALID, a);
+}
+
+static void test_shared__a_writer_excludes_and_is_excluded(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C(), *w = C();
+    rowlock_lock *ra = ML(a, "excl", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb = ML(b, "excl", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "excl", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(ra, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, w);
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+    if (S == ROWLOCK_STRATEGY_INSERT)
+        assert_msg_has(b, rowlock_client_owner(w)); /* the refusal names the holder */
+    assert_rc(rowlock_release(wx), 0, w);
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), 0, b);
+    assert_rc(rowlock_release(rb), 0, b);
+}
+
+/* A writer queued behind a reader; later readers must wait behind it. */
+static int writer_child(void *arg, int idx)
+{
+    (void)idx;
+    uint64_t *out = arg;
+    rowlock_client *c;
+    rowlock_lock *l;
+    int rc = child_lock("nostarve", ROWLOCK_MODE_EXCLUSIVE, 0, &c, &l);
+    if (rc)
+        return rc;
+    rc = rowlock_acquire(l, 10000, TU_LEASE_LONG);
+    if (rc) {
+        fprintf(stderr, "writer: %s\n", rowlock_client_errmsg(c));
+        return 20;
+    }
+    out[0] = rowlock_lock_token(l);
+    out[1] = (uint64_t)tu_now_us();
+    tu_sleep_ms(300);
+    out[2] = (uint64_t)tu_now_us();
+    rc = rowlock_release(l);
+    rowlock_client_free(c);
+    return rc ? 21 : 0;
+}
+
+static void test_shared__a_writer_is_not_starved_by_later_readers(void **state)
+{
+    (void)state;
+    uint64_t *w = tu_shm(4 * sizeof(uint64_t));
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *ra = ML(a, "nostarve", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb = ML(b, "nostarve", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(ra, 0, TU_LEASE_LONG), 0, a);
+    uint64_t t_reader = rowlock_lock_token(ra);
+    pid_t pid = tu_fork(writer_child, w, 0);
+    tu_sleep_ms(600); /* the writer is queued by now */
+    /* A stream of readers: each later reader must wait behind the writer. */
+    for (int i = 0; i < 3; i++) {
+        assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+        tu_sleep_ms(50);
+    }
+    assert_int_equal(w[0], 0); /* still waiting for the first reader */
+    assert_rc(rowlock_release(ra), 0, a);
+    /* The reader that waits now is granted after the writer. */
+    assert_rc(rowlock_acquire(rb, 10000, TU_LEASE_LONG), 0, b);
+    uint64_t granted_at = (uint64_t)tu_now_us();
+    assert_int_equal(tu_wait(pid, 10000), 0);
+    assert_true(w[0] > t_reader);                   /* tokens: writer after the reader */
+    assert_true(rowlock_lock_token(rb) > w[0]);     /* the next reader after the writer */
+    assert_true(granted_at >= w[2]);                /* and only once the writer released */
+    assert_rc(rowlock_release(rb), 0, b);
+    tu_shm_free(w, 4 * sizeof(uint64_t));
+}
+
+static void test_shared__the_lease_keeper_renews_shared_holders(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip(); /* for-update has no lease */
+    rowlock_client *a = C(), *w = C();
+    rowlock_lock *ra = ML(a, "kept", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "kept", ROWLOCK_MODE_EXCLUSIVE, 0);
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    assert_rc(rowlock_acquire(ra, 0, 1500), 0, a);
+    assert_rc(rowlock_keep(ra, &ko), 0, a);
+    tu_sleep_ms(3500); /* more than two leases */
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, w);
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    assert_rc(rowlock_keep_status(ra, &ki), 0, a);
+    assert_int_equal(ki.state, ROWLOCK_KEEP_HELD);
+    assert_true(ki.renewals >= 2);
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
+    assert_rc(rowlock_release(wx), 0, w);
+}
+
+/* ---- semaphores (insert) ------------------------------------------------- */
+
+#define SEM_PROCS 8
+#define SEM_ROUNDS 6
+
+typedef struct sem_shared {
+    volatile int current;  /* holders now (atomic) */
+    volatile int max_seen;
+    volatile int file_bad; /* the non-atomic counter went past N */
+    unsigned permits;
+    char path[128];
+} sem_shared;
+
+/* The non-atomic counter of current holders: a read-sleep-write of a
+ * file. With at most N holders at once and N = 1 it counts exactly; above,
+ * a lost update shows as a value that does not come back to 0. */
+static int file_add(const char *path, int d)
+{
+    int v = 0;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    tu_sleep_ms(5);
+    v += d;
+    f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%d\n", v);
+        fclose(f);
+    }
+    return v;
+}
+
+static int sem_child(void *arg, int idx)
+{
+    (void)idx;
+    sem_shared *s = arg;
+    rowlock_client *c;
+    rowlock_lock *l;
+    int rc = child_lock("sem", ROWLOCK_MODE_SHARED, s->permits, &c, &l);
+    if (rc)
+        return rc;
+    for (int r = 0; r < SEM_ROUNDS; r++) {
+        if ((rc = rowlock_acquire(l, 60000, TU_LEASE_LONG))) {
+            fprintf(stderr, "sem child: %s\n", rowlock_client_errmsg(c));
+            return 20;
+        }
+        int now = __atomic_add_fetch(&s->current, 1, __ATOMIC_SEQ_CST);
+        int m = s->max_seen;
+        while (now > m && !__atomic_compare_exchange_n(&s->max_seen, &m, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            ;
+        if (s->permits == 1 && file_add(s->path, 1) > 1)
+            s->file_bad = 1;
+        tu_sleep_ms(20);
+        if (s->permits == 1)
+            file_add(s->path, -1);
+        __atomic_sub_fetch(&s->current, 1, __ATOMIC_SEQ_CST);
+        if ((rc = rowlock_release(l)))
+            return 21;
+    }
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void run_semaphore(unsigned permits, const char *name)
+{
+    sem_shared *s = tu_shm(sizeof *s);
+    s->permits = permits;
+    snprintf(s->path, sizeof s->path, "/tmp/rowlock-sem-%d-%s", (int)getpid(), name);
+    unlink(s->path);
+    /* The name is fresh per run: its permits are set by its first use. */
+    char sql_table[80];
+    snprintf(sql_table, sizeof sql_table, "%s", TABLE);
+    int status[SEM_PROCS];
+    int bad = tu_run_children(SEM_PROCS, sem_child, s, status, 120000);
+    unlink(s->path);
+    assert_int_equal(bad, 0);
+    assert_true(s->max_seen <= (int)permits);
+    assert_true(s->max_seen >= 1);
+    assert_int_equal(s->file_bad, 0);
+    fprintf(stderr, "semaphore N=%u: at most %d holders at once seen\n", permits, s->max_seen);
+    tu_shm_free(s, sizeof *s);
+}
+
+static void test_semaphore__never_more_than_n_holders(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    tu_sql(tu_defaults_file(), 0, "DELETE FROM `%s` WHERE name = 'sem'", TABLE);
+    tu_sql(tu_defaults_file(), 0, "DELETE FROM `%s_hold` WHERE name = 'sem'", TABLE);
+    run_semaphore(3, "n3");
+}
+
+static void test_semaphore__one_permit_is_mutual_exclusion(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    tu_sql(tu_defaults_file(), 0, "DELETE FROM `%s` WHERE name = 'sem'", TABLE);
+    tu_sql(tu_defaults_file(), 0, "DELETE FROM `%s_hold` WHERE name = 'sem'", TABLE);
+    run_semaphore(1, "n1");
+}
+
+static void test_semaphore__permits_change_keeps_holders(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    rowlock_client *a = C(), *b = C(), *d = C(), *admin = C();
+    rowlock_lock *la = ML(a, "sem-change", ROWLOCK_MODE_SHARED, 2);
+    rowlock_lock *lb = ML(b, "sem-change", ROWLOCK_MODE_SHARED, 2);
+    rowlock_lock *ld = ML(d, "sem-change", ROWLOCK_MODE_SHARED, 2);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
+    assert_rc(rowlock_acquire(ld, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, d);
+    assert_msg_has(d, "permits");
+    assert_rc(rowlock_set_permits(admin, "sem-change", 3), 0, admin);
+    assert_rc(rowlock_acquire(ld, 0, TU_LEASE_LONG), 0, d);
+    assert_rc(rowlock_set_permits(admin, "sem-change", 1), 0, admin);
+    /* Fewer permits: the holders keep their grants, and renew. */
+    assert_rc(rowlock_renew(la, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, a);
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_release(ld), 0, d);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* ---- reaper, force release, listing (insert) ------------------------------ */
+
+typedef struct seen_holders {
+    int n, live, granted;
+    char owners[8][ROWLOCK_OWNER_MAX + 1];
+} seen_holders;
+
+static int holders_cb(const rowlock_holder_info *h, void *arg)
+{
+    seen_holders *s = arg;
+    if (s->n < 8)
+        snprintf(s->owners[s->n], sizeof s->owners[0], "%s", h->owner);
+    s->n++;
+    s->live += h->live;
+    s->granted += h->granted;
+    return 0;
+}
+
+static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    rowlock_client *a = C(), *b = C(), *w = C(), *admin = C();
+    rowlock_lock *ra = ML(a, "reap-holders", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb = ML(b, "reap-holders", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "reap-holders", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(ra, 0, 200), 0, a); /* will crash, in effect */
+    assert_rc(rowlock_acquire(rb, 0, TU_LEASE_LONG), 0, b);
+    uint64_t t_max = rowlock_lock_token(rb);
+    tu_sleep_ms(400);
+
+    seen_holders s;
+    memset(&s, 0, sizeof s);
+    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.live, 1);
+
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    rowlock_reap_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    ro.grace_ms = 0;
+    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_true(st.purged >= 1);
+    memset(&s, 0, sizeof s);
+    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.owners[0], rowlock_client_owner(b));
+    /* The purged holder lost it. */
+    assert_rc(rowlock_renew(ra, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, a);
+
+    /* Force release of one holder: it loses, the writer gets in after the rest. */
+    unsigned n = 0;
+    assert_rc(rowlock_force_release_holder(admin, "reap-holders", rowlock_client_owner(b), &n), 0, admin);
+    assert_int_equal(n, 1);
+    assert_rc(rowlock_renew(rb, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, b);
+    assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
+    assert_true(rowlock_lock_token(wx) > t_max);
+    /* rowlock_force_release on a multi-holder name releases every holder. */
+    rowlock_info in = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_force_release(admin, "reap-holders", &in), 0, admin);
+    assert_true(in.held);
+    assert_rc(rowlock_release(wx), ROWLOCK_ENOTOWNER, w);
+}
+
+/* A table at schema 2 with a live exclusive lock migrates, and the lock is
+ * still held, renewed and released afterwards. */
+static void test_migrate__from_schema_2_with_live_locks(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    const char *df = tu_defaults_file();
+    const char *t = "t_modes_migrate";
+    tu_table_fresh(df, t);
+    assert_int_equal(tu_sql(df, 0, "DROP TABLE `%s_hold`", t), 0);
+    assert_int_equal(tu_sql(df, 0, "ALTER TABLE `%s` DROP COLUMN permits", t), 0);
+    assert_int_equal(tu_sql(df, 0, "UPDATE rowlock_schema SET version = 2 WHERE lock_table = '%s'", t), 0);
+
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *old = NULL, *m = NULL;
+    assert_int_equal(rowlock_client_new(&old), 0);
+    tu_register_client(old);
+    o.defaults_file = df;
+    o.table = t;
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    assert_rc(rowlock_client_connect(old, &o), 0, old);
+    rowlock_lock *x = tu_lock(old, "live", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), 0, old);
+    uint64_t tx = rowlock_lock_token(x);
+
+    assert_int_equal(rowlock_client_new(&m), 0);
+    tu_register_client(m);
+    assert_rc(rowlock_client_connect(m, &o), 0, m);
+    int from = 0, to = 0;
+    assert_rc(rowlock_migrate(m, 0, &from, &to), 0, m);
+    assert_int_equal(from, 2);
+    assert_int_equal(to, rowlock_schema_version_expected());
+
+    rowlock_client *b = tu_client(t);
+    rowlock_lock *r = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    lo.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&r, b, "live", &lo), 0, b);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b); /* the live lock survived */
+    assert_rc(rowlock_renew(x, TU_LEASE_LONG), 0, old);
+    assert_rc(rowlock_release(x), 0, old);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), 0, b);
+    assert_true(rowlock_lock_token(r) > tx);
+    assert_rc(rowlock_release(r), 0, b);
+    rowlock_lock_free(r);
+}
+
+/* ---- exclusive one-row names and multi-holder names -------------------- */
+
+static void test_modes__exclusive_handles_meet_shared_holders(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *w = C();
+    rowlock_lock *x = tu_lock(w, "mixed", S); /* version-1 style: exclusive */
+    rowlock_lock *r = ML(a, "mixed", ROWLOCK_MODE_SHARED, 0);
+    /* A one-row exclusive holder keeps shared acquirers out. */
+    assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), 0, w);
+    uint64_t tx = rowlock_lock_token(x);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, a);
+    assert_rc(rowlock_release(x), 0, w);
+    assert_rc(rowlock_acquire(r, 0, TU_LEASE_LONG), 0, a);
+    assert_true(rowlock_lock_token(r) > tx);
+    /* Now the name has several holders: the exclusive handle waits for the reader. */
+    int64_t ms;
+    TU_TIMED(ms, assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, w));
+    assert_true(ms < TU_FAST_MS);
+    assert_rc(rowlock_release(r), 0, a);
+    assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), 0, w);
+    assert_true(rowlock_lock_token(x) > rowlock_lock_token(r) || rowlock_lock_token(r) == 0);
+    assert_rc(rowlock_renew(x, TU_LEASE_LONG), 0, w);
+    assert_rc(rowlock_release(x), 0, w);
+}
+
+static void test_modes__optimistic_refuses_shared(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *l = NULL;
+    o.strategy = ROWLOCK_STRATEGY_OPTIMISTIC;
+    o.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&l, a, "opt", &o), ROWLOCK_EUNSUPPORTED, a);
+    o.strategy = ROWLOCK_STRATEGY_FOR_UPDATE;
+    o.mode = ROWLOCK_MODE_EXCLUSIVE;
+    o.permits = 3;
+    assert_rc(rowlock_lock_new(&l, a, "opt", &o), ROWLOCK_EUNSUPPORTED, a);
+    /* Version 1 options still make exclusive handles. */
+    struct { unsigned int version; rowlock_strategy strategy; } v1 = { 1, ROWLOCK_STRATEGY_INSERT };
+    assert_rc(rowlock_lock_new(&l, a, "opt", (const rowlock_lock_options *)(const void *)&v1), 0, a);
+    assert_int_equal(rowlock_lock_mode(l), ROWLOCK_MODE_EXCLUSIVE);
+    rowlock_lock_free(l);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(test_shared__readers_coexist),
+        TU_TEST(test_shared__a_writer_excludes_and_is_excluded),
+        TU_TEST(test_shared__a_writer_is_not_starved_by_later_readers),
+        TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
+        TU_TEST(test_semaphore__never_more_than_n_holders),
+        TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
+        TU_TEST(test_semaphore__permits_change_keeps_holders),
+        TU_TEST(test_reap__purges_stale_holders_and_tokens_keep_increasing),
+        TU_TEST(test_migrate__from_schema_2_with_live_locks),
+        TU_TEST(test_modes__exclusive_handles_meet_shared_holders),
+        TU_TEST(test_modes__optimistic_refuses_shared),
+    };
+    if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_OPTIMISTIC) {
+        fprintf(stderr, "usage: %s insert|for-update [test-filter]\n", argv[0]);
+        return 2;
+    }
+    char name[64];
+    snprintf(TABLE, sizeof TABLE, "t_modes_%s", S == ROWLOCK_STRATEGY_INSERT ? "insert" : "fu");
+    snprintf(name, sizeof name, "modes (%s)", argv[1]);
+    return tu_main(name, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
+}
