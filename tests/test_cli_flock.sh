@@ -86,7 +86,10 @@ check "the shared holder's own status: 0" 0 $?
 
 # ---- every flock option, short and long ---------------------------------------------
 n="${P}opts"
-rl run -x "$n" sh -c 'touch "$1/x"; sleep 2' sh "$W" 2>/dev/null &
+# Holders below record what they need and hold until told (at most 30 s):
+# a fixed sleep could end before the checks that need them (it did under ASan).
+rl run -x "$n" sh -c 'echo "$ROWLOCK_OWNER" > "$1/x.tmp" && mv "$1/x.tmp" "$1/x"
+    for i in $(seq 600); do [ -e "$1/x.done" ] && exit 0; sleep 0.05; done' sh "$W" 2>/dev/null &
 HPID=$!
 wait_file "$W/x" 100 || fail "an exclusive (-x) holder started"
 rl run -s -n "$n" true 2>/dev/null
@@ -105,12 +108,13 @@ rl run --wait 0.3 "$n" true 2>/dev/null
 check "--wait 0.3: 1" 1 $?
 rl run --verbose -n "$n" true 2>"$W/v.err"
 check "--verbose -n: 1" 1 $?
-owner=$(rl status --json "$n" | sed -n 's/.*"owner":"\([^"]*\)".*/\1/p')
+owner=$(cat "$W/x")
 if [[ -n $owner ]] && grep -qF -- "$owner" "$W/v.err"; then
     pass "--verbose on a conflict names the holder ($owner)"
 else
     fail "--verbose on a conflict names the holder" "owner '$owner'" "$(cat "$W/v.err")"
 fi
+touch "$W/x.done"
 wait "$HPID"
 
 rl run "$n" -c 'exit 3'
@@ -137,19 +141,22 @@ check "-S for-update -s: 0" 0 $?
 
 # ---- for-update shared: two readers at once -----------------------------------------
 n="${P}fu"
-rl run -S for-update -s "$n" sh -c 'touch "$1/fu"; sleep 2' sh "$W" &
+rl run -S for-update -s "$n" sh -c 'touch "$1/fu"
+    for i in $(seq 600); do [ -e "$1/fu.done" ] && exit 0; sleep 0.05; done' sh "$W" &
 HPID=$!
 wait_file "$W/fu" 100 || fail "a for-update shared holder started"
 rl run -S for-update -s -n "$n" true
 check "for-update: a second shared holder meanwhile: 0" 0 $?
 rl run -S for-update -x -n "$n" true 2>/dev/null
 check "for-update: an exclusive one meanwhile: 1" 1 $?
+touch "$W/fu.done"
 wait "$HPID"
 
 # ---- semaphores: --permits -----------------------------------------------------------
 n="${P}sem"
 for i in 1 2; do
-    rl run --permits 2 "$n" sh -c 'touch "$1/sem$2"; sleep 2' sh "$W" "$i" &
+    rl run --permits 2 "$n" sh -c 'touch "$1/sem$2"
+        for i in $(seq 600); do [ -e "$1/sem.done" ] && exit 0; sleep 0.05; done' sh "$W" "$i" &
 done
 wait_file "$W/sem1" 100 && wait_file "$W/sem2" 100 && pass "--permits 2: two holders at once" ||
     fail "--permits 2: two holders at once"
@@ -165,6 +172,7 @@ rl permits "$n" 3 >/dev/null
 check "permits NAME 3: 0" 0 $?
 rl run --permits 2 -n "$n" true
 check "... then a third holder: 0" 0 $?
+touch "$W/sem.done"
 rl run --permits 0 "$n" true 2>/dev/null
 check "--permits 0 is refused: 64" 64 $?
 wait
