@@ -122,13 +122,7 @@ static const cli_optspec unlock_specs[] = {
 #define HANDLE_MAX 64
 
 typedef struct lock_args {
-    rowlock_strategy strategy;
-    rowlock_mode mode;
-    unsigned int permits;
-    int64_t wait_ms;
-    int64_t lease_ms;
-    int conflict_code;
-    int verbose;
+    rl_lock_opts o; /* how to take the lock: the options run and lock share */
     int json;
     pid_t watch;
     const char *name;
@@ -277,13 +271,7 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
         }
     }
     rl_lock_opts_done(&o);
-    la->strategy = o.strategy;
-    la->mode = o.mode;
-    la->permits = o.permits;
-    la->wait_ms = o.wait_ms;
-    la->lease_ms = o.lease_ms;
-    la->conflict_code = o.conflict_code;
-    la->verbose = o.verbose;
+    la->o = o;
     if (p.i >= argc) {
         fprintf(stderr, "%s: lock: missing lock NAME (see rowlock lock --help)\n", PROG);
         return CLI_EX_USAGE;
@@ -338,7 +326,7 @@ static void release_now(sup *s, int *code, char *msg, size_t cap)
         snprintf(msg, cap, "cannot release '%s' (it ends with its lease): %s (%s)", s->shown,
                  rowlock_client_errmsg(s->c), rowlock_error_name(rc));
     }
-    if (s->la->verbose || *code != 0)
+    if (s->la->o.verbose || *code != 0)
         fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
 }
 
@@ -412,7 +400,7 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
  * for lost. Returns the supervisor's exit status. */
 static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
 {
-    int64_t lease_us = s->la->lease_ms * 1000, margin = lease_us / 6;
+    int64_t lease_us = s->la->o.lease_ms * 1000, margin = lease_us / 6;
     uint64_t renewals_seen = 0;
     int code;
     char msg[1024];
@@ -430,7 +418,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
             rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
             if (rowlock_keep_status(s->l, &ki) != 0)
                 abort(); /* a valid handle and info: cannot fail */
-            if (s->la->verbose && ki.renewals > renewals_seen) {
+            if (s->la->o.verbose && ki.renewals > renewals_seen) {
                 renewals_seen = ki.renewals;
                 fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n", PROG, s->shown,
                         s->token);
@@ -451,7 +439,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
         }
         /* --verbose reports renewals within a second; without a pidfd the
          * watched pid is polled every second. */
-        if ((s->la->verbose || pidfd < 0) && (wake < 0 || wake > now + 1000000))
+        if ((s->la->o.verbose || pidfd < 0) && (wake < 0 || wake > now + 1000000))
             wake = now + 1000000;
         if (wake < 0) {
             timeout_ms = -1;
@@ -498,7 +486,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
             struct signalfd_siginfo si;
             ssize_t n = read(sfd, &si, sizeof si);
             if (n == (ssize_t)sizeof si) {
-                if (s->la->verbose)
+                if (s->la->o.verbose)
                     fprintf(stderr, "%s: lock supervisor: signal %u; releasing '%s'\n", PROG,
                             si.ssi_signo, s->shown);
                 if (!s->lost)
@@ -510,7 +498,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
             goto watched_gone;
     }
 watched_gone:
-    if (s->la->verbose)
+    if (s->la->o.verbose)
         fprintf(stderr, "%s: lock supervisor: pid %ld exited; releasing '%s'\n", PROG,
                 (long)s->la->watch, s->shown);
     if (!s->lost)
@@ -576,7 +564,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
 
-    io_ms = la->lease_ms / 2;
+    io_ms = la->o.lease_ms / 2;
     if (io_ms < 2000)
         io_ms = 2000;
     if (io_ms > 30000)
@@ -590,36 +578,36 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         ex = rc;
         goto report;
     }
-    if (la->verbose)
+    if (la->o.verbose)
         (void)cli_log_to_stderr(s.c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
     /* Out of the caller's session (after the prompt, which needs its
      * terminal): the terminal's signals are not ours; the front process
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
     (void)setsid();
-    lo.strategy = la->strategy;
-    lo.mode = la->mode;
-    lo.permits = la->permits;
+    lo.strategy = la->o.strategy;
+    lo.mode = la->o.mode;
+    lo.permits = la->o.permits;
     rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
     if (rc != 0) {
         cli_report(PROG, "lock", s.c, rc);
         ex = cli_exit_for(rc);
         goto report;
     }
-    if (la->wait_ms > 0)
-        deadline = cli_mono_us() + la->wait_ms * 1000;
+    if (la->o.wait_ms > 0)
+        deadline = cli_mono_us() + la->o.wait_ms * 1000;
     for (;;) {
         int64_t slice;
         sigset_t pend;
-        if (la->wait_ms == 0)
+        if (la->o.wait_ms == 0)
             slice = 0;
-        else if (la->wait_ms == ROWLOCK_WAIT_FOREVER)
+        else if (la->o.wait_ms == ROWLOCK_WAIT_FOREVER)
             slice = 1000;
         else {
             slice = (deadline - cli_mono_us() + 999) / 1000;
             slice = slice > 1000 ? 1000 : slice < 0 ? 0 : slice;
         }
         t_try = cli_mono_us();
-        rc = rowlock_acquire(s.l, slice, la->lease_ms);
+        rc = rowlock_acquire(s.l, slice, la->o.lease_ms);
         if (rc != ROWLOCK_EBUSY)
             break;
         if ((sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) ||
@@ -628,13 +616,13 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
             ex = 128 + SIGTERM; /* the front was interrupted, or the shell is gone */
             goto report;
         }
-        if (la->wait_ms == 0 || (la->wait_ms > 0 && cli_mono_us() >= deadline))
+        if (la->o.wait_ms == 0 || (la->o.wait_ms > 0 && cli_mono_us() >= deadline))
             break;
     }
     if (rc == ROWLOCK_EBUSY) {
-        if (la->verbose)
+        if (la->o.verbose)
             fprintf(stderr, "%s: not acquired: %s\n", PROG, rowlock_client_errmsg(s.c));
-        ex = la->conflict_code;
+        ex = la->o.conflict_code;
         goto report;
     }
     if (rc != 0) {
@@ -653,7 +641,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         goto report;
     }
     s.wake_fd = wpipe[1];
-    ko.lease_ms = la->lease_ms;
+    ko.lease_ms = la->o.lease_ms;
     ko.on_event = on_keep_event;
     ko.arg = &s;
     rc = rowlock_keep(s.l, &ko);
@@ -666,7 +654,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         /* The call that was granted waited: its start is a poor lower bound
          * for the lease start. Renew once to know exactly (a failure here is
          * handled like any failed renewal). */
-        rc = rowlock_renew(s.l, la->lease_ms);
+        rc = rowlock_renew(s.l, la->o.lease_ms);
         if (rc != 0 && rc != ROWLOCK_EDB) {
             cli_report(PROG, "lost the lock right after acquiring it", s.c, rc);
             ex = CLI_EX_TEMPFAIL;
@@ -708,9 +696,9 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.token);
         cli_json_string(f, rowlock_client_owner(s.c));
         fputs(",\"strategy\":", f);
-        cli_json_string(f, rl_strategy_str(la->strategy));
+        cli_json_string(f, rl_strategy_str(la->o.strategy));
         fprintf(f, ",\"lease_ms\":%" PRId64 ",\"supervisor_pid\":%ld,\"watched_pid\":%ld}\n",
-                la->lease_ms, (long)getpid(), (long)la->watch);
+                la->o.lease_ms, (long)getpid(), (long)la->watch);
         if (fclose(f) != 0 || jn >= sizeof out) {
             free(js);
             goto toolong;
@@ -733,7 +721,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     if (len >= sizeof out)
         goto toolong;
 verbose:
-    if (la->verbose)
+    if (la->o.verbose)
         fprintf(stderr, "%s: lock supervisor (pid %ld): acquired '%s' (token %" PRIu64
                         "); released when pid %ld exits\n", PROG, (long)getpid(), s.shown,
                 s.token, (long)la->watch);

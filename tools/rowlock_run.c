@@ -295,13 +295,7 @@ static void cloexec_new_fds(const fdmap *before)
 /* ---- the run command ---------------------------------------------------- */
 
 typedef struct run_args {
-    rowlock_strategy strategy;
-    rowlock_mode mode;
-    unsigned int permits;
-    int64_t wait_ms; /* ROWLOCK_WAIT_FOREVER, 0, or ms */
-    int64_t lease_ms;
-    int conflict_code;
-    int verbose;
+    rl_lock_opts o; /* how to take the lock: the options run and lock share */
     const char *name;
     char **cmd_argv; /* NULL-terminated */
     const char *shell_cmd;
@@ -343,13 +337,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
         }
     }
     rl_lock_opts_done(&o);
-    ra->strategy = o.strategy;
-    ra->mode = o.mode;
-    ra->permits = o.permits;
-    ra->wait_ms = o.wait_ms;
-    ra->lease_ms = o.lease_ms;
-    ra->conflict_code = o.conflict_code;
-    ra->verbose = o.verbose;
+    ra->o = o;
 
     if (p.i >= argc) {
         fprintf(stderr, "%s: run: missing lock NAME and COMMAND (see rowlock run --help)\n", PROG);
@@ -675,7 +663,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     fdmap_scan(&fds_before);
     /* Bound each round trip so a hung server cannot stall rowlock for long
      * (the lease deadline is enforced independently of the renewals). */
-    io_ms = ra.lease_ms / 2;
+    io_ms = ra.o.lease_ms / 2;
     if (io_ms < 2000)
         io_ms = 2000;
     if (io_ms > 30000)
@@ -690,12 +678,12 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = rc;
         goto out;
     }
-    if (ra.verbose)
+    if (ra.o.verbose)
         (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
 
-    lo.strategy = ra.strategy;
-    lo.mode = ra.mode;
-    lo.permits = ra.permits;
+    lo.strategy = ra.o.strategy;
+    lo.mode = ra.o.mode;
+    lo.permits = ra.o.permits;
     rc = rowlock_lock_new(&l, c, ra.name, &lo);
     if (rc != 0) {
         cli_report(PROG, "run", c, rc);
@@ -705,14 +693,14 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
 
     /* Acquire, in slices of at most 1 s so a signal ends the wait promptly. */
     t_start = cli_mono_us();
-    if (ra.wait_ms > 0)
-        deadline = t_start + ra.wait_ms * 1000;
+    if (ra.o.wait_ms > 0)
+        deadline = t_start + ra.o.wait_ms * 1000;
     for (;;) {
         int64_t slice;
         int sig;
-        if (ra.wait_ms == 0) {
+        if (ra.o.wait_ms == 0) {
             slice = 0;
-        } else if (ra.wait_ms == ROWLOCK_WAIT_FOREVER) {
+        } else if (ra.o.wait_ms == ROWLOCK_WAIT_FOREVER) {
             slice = 1000;
         } else {
             slice = (deadline - cli_mono_us() + 999) / 1000;
@@ -722,10 +710,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
                 slice = 0;
         }
         t_try = cli_mono_us();
-        rc = rowlock_acquire(l, slice, ra.lease_ms);
+        rc = rowlock_acquire(l, slice, ra.o.lease_ms);
         /* A lost connection (a server restart) is waited out like a busy
          * lock: the library reconnects with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.wait_ms != 0 && rowlock_client_conn_lost(c)))
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_conn_lost(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
@@ -736,15 +724,15 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
             rowlock_library_end();
             die_by_signal(sig, &oldmask);
         }
-        if (ra.wait_ms == 0 || (ra.wait_ms > 0 && cli_mono_us() >= deadline))
+        if (ra.o.wait_ms == 0 || (ra.o.wait_ms > 0 && cli_mono_us() >= deadline))
             break;
     }
     t_acq = cli_mono_us();
     if (rc == ROWLOCK_EBUSY) {
-        if (ra.verbose)
+        if (ra.o.verbose)
             fprintf(stderr, "%s: gave up after %.3f s: %s\n", PROG, (double)(t_acq - t_start) / 1e6,
                     rowlock_client_errmsg(c));
-        ex = ra.conflict_code;
+        ex = ra.o.conflict_code;
         goto out;
     }
     if (rc != 0) {
@@ -763,11 +751,11 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     memset(&wt, 0, sizeof wt);
     wt.lock = l;
     wt.shown = shown;
-    wt.lease_ms = ra.lease_ms;
-    wt.verbose = ra.verbose;
+    wt.lease_ms = ra.o.lease_ms;
+    wt.verbose = ra.o.verbose;
     wt.token = rowlock_lock_token(l);
     wt.wake_fd = wpipe[1];
-    ko.lease_ms = ra.lease_ms;
+    ko.lease_ms = ra.o.lease_ms;
     ko.on_event = on_keep_event;
     ko.arg = &wt;
     rc = rowlock_keep(l, &ko);
@@ -780,7 +768,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         /* The successful call waited: the grant was made somewhere within it,
          * so its start is a poor lower bound for the lease start. Renew once
          * to know exactly (a failure here is handled like any failed renewal). */
-        int r2 = rowlock_renew(l, ra.lease_ms);
+        int r2 = rowlock_renew(l, ra.o.lease_ms);
         if (r2 != 0 && r2 != ROWLOCK_EDB) {
             cli_report(PROG, "lost the lock right after acquiring it; COMMAND not started", c, r2);
             ex = CLI_EX_TEMPFAIL;
@@ -788,10 +776,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
     }
     snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rowlock_lock_token(l));
-    if (ra.verbose)
+    if (ra.o.verbose)
         fprintf(stderr, "%s: acquired '%s' in %.3f s (strategy %s, token %s, lease %.3g s)\n", PROG,
-                shown, (double)(t_acq - t_start) / 1e6, rl_strategy_str(ra.strategy), tokbuf,
-                (double)ra.lease_ms / 1000.0);
+                shown, (double)(t_acq - t_start) / 1e6, rl_strategy_str(ra.o.strategy), tokbuf,
+                (double)ra.o.lease_ms / 1000.0);
 
     /* The password never reaches COMMAND: rowlock does not read MYSQL_PWD,
      * and a child must not inherit a credential through it either. */
@@ -872,7 +860,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
     }
 
-    if (ra.verbose && ra.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
+    if (ra.o.verbose && ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
         if (rowlock_keep_status(l, &ki) == 0)
             fprintf(stderr, "%s: keeping '%s': watching the holding session %" PRIu64 " (for-update has no "
@@ -909,7 +897,7 @@ release:
             ex = CLI_EX_TEMPFAIL;
         } else if (r2 != 0) {
             cli_report(PROG, "warning: cannot release the lock (it ends with its lease)", c, r2);
-        } else if (ra.verbose) {
+        } else if (ra.o.verbose) {
             fprintf(stderr, "%s: released '%s' (token %s)\n", PROG, shown, tokbuf);
         }
     }
