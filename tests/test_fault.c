@@ -64,6 +64,7 @@ static long long row_expires_in_ms(const char *name)
 static int teardown_faults(void **state)
 {
     rowlock__fault_clear(NULL);
+    unsetenv("ROWLOCK_LEASE_RULE");
     return tu_teardown(state);
 }
 
@@ -287,6 +288,78 @@ static void test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for(
         assert_false(row_held(cases[i].name));
         rowlock__fault_clear(NULL);
     }
+}
+
+static long long row_gen(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT gen FROM `" TABLE "` WHERE name = '%s'", name);
+    return ok ? n : -1;
+}
+
+/*
+ * The same adoption under the Galera lease rule (forced on this server with
+ * ROWLOCK_LEASE_RULE=cluster; read when a client first needs it): the
+ * adopting write is a holder write, so it bumps gen (a taker watching the
+ * row must start its lease over) besides re-arming the lease.
+ */
+static void test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen(void **state)
+{
+    (void)state;
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "adopt-cl", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: the next claim is cl-claim */
+    assert_rc(rowlock_release(l), 0, c);
+    arm(c, "cl-claim", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_acquire(l, 0, 1500), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock__fault_fired(c, "cl-claim"), 1);
+    long long gen = row_gen("adopt-cl");
+    assert_true(gen >= 0 && row_held("adopt-cl"));
+    tu_sleep_ms(1000);
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    assert_true(row_gen("adopt-cl") > gen);
+    assert_true(row_expires_in_ms("adopt-cl") > 50000);
+    assert_int_equal(row_count("adopt-cl"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("adopt-cl"));
+}
+
+/*
+ * A shared holder's name under the cluster rule: its row (owner '', a lease
+ * of 0 in lease_us) must never be taken over by an exclusive claim that saw
+ * it unchanged for "its lease", and shared locks are refused there.
+ */
+static void test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over(void **state)
+{
+    (void)state;
+    /* b judges leases by the cluster rule (fixed at its first statement),
+     * a by the server's: a can make the name a multi-holder name. */
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *b = C();
+    rowlock_lock *x = tu_lock(b, "cl-multi", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(x, 0, 1000), 0, b); /* x has seen the name's row (its waits */
+    assert_rc(rowlock_release(x), 0, b);          /* skip the explaining read); lease_us 1 s */
+    unsetenv("ROWLOCK_LEASE_RULE");
+    rowlock_client *a = C();
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *ra = NULL;
+    o.strategy = ROWLOCK_STRATEGY_INSERT;
+    o.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&ra, a, "cl-multi", &o), 0, a);
+    tu_register_lock(ra);
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a);
+    /* The row now shows owner '' and keeps x's lease_us (1 s): a cluster
+     * taker that watched it unchanged that long would claim it while a
+     * holds it. */
+    assert_rc(rowlock_acquire(x, 2500, 0), ROWLOCK_EUNSUPPORTED, b);
+    assert_int_equal(rowlock_lock_held(x), 0);
+    rowlock_lock *rb = NULL;
+    assert_rc(rowlock_lock_new(&rb, b, "cl-multi", &o), 0, b);
+    tu_register_lock(rb);
+    assert_rc(rowlock_acquire(rb, 0, 0), ROWLOCK_EUNSUPPORTED, b);
+    tu_assert_msg_has(b, "Galera", __FILE__, __LINE__);
+    assert_rc(rowlock_release(ra), 0, a);
 }
 
 /* The same loss inside a waiting acquire: it reconnects and adopts the grant
@@ -615,6 +688,8 @@ int main(int argc, char **argv)
         FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
+    FT(test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen),
+    FT(test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over),
         FT(test_release__one_lock_wait_timeout_is_retried),
         FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
         FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),
