@@ -60,11 +60,27 @@ static void tag_of(const char *sql, char *out, size_t cap)
     out[o] = '\0';
 }
 
+/* Generated from the sources in src/ by cmake/fault_tags.cmake: every tag a statement
+ * carries, sorted. */
+extern const char *const rowlock__fault_tags[];
+extern const size_t rowlock__fault_tag_count;
+
+static int tag_cmp(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, *(const char *const *)elem);
+}
+
+int rowlock__fault_tag_known(const char *tag)
+{
+    return tag != NULL &&
+           bsearch(tag, rowlock__fault_tags, rowlock__fault_tag_count, sizeof rowlock__fault_tags[0], tag_cmp) != NULL;
+}
+
 static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
                      unsigned value)
 {
-    if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || kind < ROWLOCK__FAULT_ERROR ||
-        kind > ROWLOCK__FAULT_DROP_AFTER)
+    if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || !rowlock__fault_tag_known(tag) ||
+        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_DROP_AFTER)
         return ROWLOCK_EINVALID;
     for (int i = 0; i < FAULT_MAX; i++) {
         if (!faults[i].used) {
@@ -99,8 +115,14 @@ static void fault_env(void)
         } else if (ok) {
             ok = sscanf(spec, "%u", &value) == 1 && value > 0;
         }
-        if (!ok || fault_add(NULL, tag, nth, kind, value) != 0)
-            fprintf(stderr, "rowlock: ROWLOCK_FAULTS: ignoring bad entry (want tag:nth:errno|stall=ms|drop)\n");
+        if (!ok || fault_add(NULL, tag, nth, kind, value) != 0) {
+            /* A test whose injection silently does not arm proves nothing:
+             * stop the process instead of running on without it. */
+            fprintf(stderr,
+                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop, tag one that a statement "
+                    "carries: see generated/fault_tags.c)\n");
+            abort();
+        }
     }
     free(copy);
 }

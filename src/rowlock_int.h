@@ -202,17 +202,11 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * Fault injection: compiled only with ROWLOCK_FAULT_INJECTION, which the
  * installed library never has (CMake builds rowlock_fault_objects for the
  * fault tests). Every statement starts with a tag comment, the text
- * "rowlock:<tag>" between comment delimiters (claim, claim-cas, reenter, adopt, create, release,
- * release-handoff, renew, row-read, row-read-shared, hint-wait, hint-drop,
- * head-wait, queue-join, queue-forget, fu-begin, fu-lock-try, fu-lock-wait,
- * fu-lock-forever, fu-create-row, fu-commit, fu-rollback, fu-renew,
- * fu-probe, fu-wsrep, list-held, list-stale, force-release, reap-survey,
- * reap-isolation, reap-delete, schema-version, schema-set-version,
- * migrate-lock, migrate-unlock, migrate; on a cluster: cl-wsrep, cl-read,
- * cl-create, cl-claim, cl-reenter, cl-renew, cl-adopt, cl-reserve, cl-unreserve,
- * cl-reap-free, cl-reap-survey, cl-reap-one, cl-floor, cl-reap-begin,
- * cl-reap-commit, cl-reap-rollback): tests, tools/handoff-profile and
- * the processlist name statements by it.
+ * "rowlock:<tag>" between comment delimiters (claim, renew, hold-draw,
+ * cl-claim, ...): tests, tools/handoff-profile and the processlist name
+ * statements by it. The build collects the tags from the library sources into
+ * generated/fault_tags.c (cmake/fault_tags.cmake): that list, read from the
+ * code, is the only one, and the seam refuses any tag not on it.
  *
  * rowlock__fault_set(client, tag, nth, kind, value) arms a rule: the nth
  * execution (1-based, counted from now; 0: every execution) of a statement
@@ -225,12 +219,15 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  *   ROWLOCK__FAULT_STALL       runs after sleeping `value` ms;
  *   ROWLOCK__FAULT_DROP_AFTER  runs, then the connection is cut before its
  *                              result is read (the caller sees 2013).
- * Returns 0, ROWLOCK_EINVALID (bad tag/kind) or ROWLOCK_ENOMEM (32 rules).
+ * Returns 0, ROWLOCK_EINVALID (a tag no statement carries, or a bad kind) or
+ * ROWLOCK_ENOMEM (32 rules). rowlock__fault_tag_known(tag) is 1 for a tag a
+ * statement carries.
  * rowlock__fault_clear(client) removes a client's rules (NULL: all rules);
  * rowlock__fault_fired(client, tag) counts how often its rules fired.
  * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
  * error number, stall=MS or drop) arms rules for any client at the first
- * statement, so a worker process can be driven from a script.
+ * statement, so a worker process can be driven from a script; a bad entry
+ * (unknown tag included) aborts the process.
  */
 typedef enum rowlock__fault_kind {
     ROWLOCK__FAULT_ERROR = 1,
@@ -241,6 +238,7 @@ typedef enum rowlock__fault_kind {
 int rowlock__fault_set(const struct rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
                        unsigned value);
 void rowlock__fault_clear(const struct rowlock_client *c);
+int rowlock__fault_tag_known(const char *tag);
 unsigned rowlock__fault_fired(const struct rowlock_client *c, const char *tag);
 #endif
 /* Next entry of a host list "h1[:port],[v6]:port,h3": the host into buf, its

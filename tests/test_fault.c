@@ -87,6 +87,27 @@ static void test_seam__a_statement_with_the_wrong_parameter_count_is_an_internal
     assert_int_equal(col.i, 3);
 }
 
+/* A typo of a tag ("clam" for "claim") must not arm a rule that never
+ * fires: the seam knows every tag a statement carries (generated from
+ * the sources in src/) and refuses the others. */
+static void test_seam__a_tag_no_statement_carries_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    assert_int_equal(rowlock__fault_set(c, "clam", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock__fault_set(NULL, "", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock__fault_set(c, "rowlock:claim", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_false(rowlock__fault_tag_known("clam"));
+    /* Tags of every family are known: exclusive, holders, cluster, admin. */
+    const char *known[] = { "claim", "reenter", "hold-draw", "hold-wait", "cl-claim", "cl-reap-one",
+                            "fu-lock-wait", "migrate", "migrate-traits", "schema-version", "reap-delete" };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!rowlock__fault_tag_known(known[i]))
+            fail_msg("tag '%s' is not known to the seam", known[i]);
+    assert_int_equal(rowlock__fault_set(c, "claim", 1, ROWLOCK__FAULT_ERROR, 1205), 0);
+    rowlock__fault_clear(c);
+}
+
 static void test_seam__rules_count_executions_per_client_and_tag(void **state)
 {
     (void)state;
@@ -677,6 +698,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         FT(test_seam__a_statement_with_the_wrong_parameter_count_is_an_internal_error),
         FT(test_seam__rules_count_executions_per_client_and_tag),
+        FT(test_seam__a_tag_no_statement_carries_is_refused),
         FT(test_acquire__a_busy_claim_every_time_is_ebusy_and_writes_nothing),
         FT(test_acquire__one_deadlock_on_a_free_row_is_retried_ungated),
         FT(test_acquire__a_lost_connection_is_edb_and_the_next_call_reconnects),
