@@ -10,6 +10,16 @@
 #include <string.h>
 
 static const char SQL_VERSION[] = "/* rowlock:schema-version */ SELECT version FROM rowlock_schema WHERE lock_table = ?";
+/* The same read made causal on a Galera node: it waits until the node has
+ * applied every write set committed in the cluster before it started. A
+ * migration through another node a moment ago may not have reached this one
+ * yet; without this, a client connecting here right after it would be told
+ * to run `rowlock migrate` again. Only on the failing path (an older
+ * version found): one more round trip there, none on the usual one. Servers
+ * without SET STATEMENT or wsrep_sync_wait refuse it, and the first answer
+ * stands. */
+static const char SQL_VERSION_CAUSAL[] = "/* rowlock:schema-version-causal */ SET STATEMENT wsrep_sync_wait = 1 FOR "
+                                         "SELECT version FROM rowlock_schema WHERE lock_table = ?";
 static const char SQL_SET_VERSION[] =
     "/* rowlock:schema-set-version */ INSERT INTO rowlock_schema (lock_table, version, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6)) "
     "ON DUPLICATE KEY UPDATE version = VALUES(version), applied_at = VALUES(applied_at)";
@@ -54,17 +64,13 @@ ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
     return rowlock__migration_count;
 }
 
-ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found)
+static int read_version(rowlock_client *c, const char *sql, int *found)
 {
-    if (c == NULL)
-        return ROWLOCK_EINVALID;
-    if (found == NULL)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "schema version: found is NULL");
     *found = 0;
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     rowlock__res res;
     rowlock__param p = RL_STR(c->table, strlen(c->table));
-    int rc = rowlock__db_exec(c, "schema check", SQL_VERSION, 0, &p, 1, &col, 1, NULL, NULL, &res);
+    int rc = rowlock__db_exec(c, "schema check", sql, 0, &p, 1, &col, 1, NULL, NULL, &res);
     if (rc == ROWLOCK_ESCHEMA)
         return 0; /* no rowlock_schema table: nothing installed */
     if (rc)
@@ -74,6 +80,15 @@ ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found)
     return 0;
 }
 
+ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    if (found == NULL)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "schema version: found is NULL");
+    return read_version(c, SQL_VERSION, found);
+}
+
 int rowlock__schema_check(rowlock_client *c)
 {
     int found = 0;
@@ -81,6 +96,14 @@ int rowlock__schema_check(rowlock_client *c)
     if (rc)
         return rc;
     int expected = rowlock__migration_count;
+    if (found < expected) {
+        int causal = 0;
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        if (read_version(c, SQL_VERSION_CAUSAL, &causal) == 0 && causal > found)
+            found = causal;
+        rowlock__error_restore(c, &keep);
+    }
     if (found == expected)
         return 0;
     if (found > expected)
