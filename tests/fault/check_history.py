@@ -44,15 +44,18 @@ What is checked
 A section is EXCUSED ("paused or had its lock taken") when its process group
 was paused during it, or the product told it the lock was lost (end.how lost
 or terminated, or its `rowlock run` exited 75). A section without an end
-record ends at the kill of its process group (how = killed).
+record ends at the kill of its process group (how = killed), or at its
+`releasing` record if it wrote one: its protected work was over then, and a
+kill inside the release call does not extend it (a next holder granted in
+between is no double grant; the counter and the fenced store still judge
+every write).
 
 1. double grant: two sections of one name from different grants overlap in
    time and neither is excused;
 2. token order: per name, in grant order (begin time), tokens strictly
-   increase (equal tokens of two processes are a double grant too). One
-   process given its previous token again after one of its acquires
-   failed is the known "late claim" bug: reported as a note, failed only
-   with FAULT_STRICT=1;
+   increase (equal tokens of two processes are a double grant too; one
+   process given its previous token again is a hidden re-entrant hold).
+   Nothing is excused: the checker has one mode, strict;
 3. lost update: per name, the counter writes in write order must each have
    read the previous write (inc.prev == the previous writer's gid); a write
    that did not is a lost update unless one of the two sections is excused;
@@ -75,8 +78,6 @@ import sys
 # most 500 ppm).
 LEASE_EPS_US = 1000
 LEASE_EPS_PPM = 1000
-# FAULT_STRICT=1: known product bugs fail the check too (see late_claim()).
-STRICT = os.environ.get("FAULT_STRICT") == "1"
 
 
 class Section:
@@ -120,7 +121,6 @@ class Section:
 class Result:
     def __init__(self):
         self.errors = []
-        self.notes = []
         self.stats = collections.Counter()
         self.by_key = collections.defaultdict(collections.Counter)  # (strategy, via) -> counts
 
@@ -157,7 +157,6 @@ def build(recs):
     secs = {}
     faults = []
     cli_exit = {}
-    acq_errors = {}
     for r in recs:
         ev = r.get("ev")
         if ev == "begin":
@@ -183,9 +182,6 @@ def build(recs):
                 s.end = int(r["t"])
                 s.how = r.get("how", "completed")
                 s.rc = r.get("rc")
-        elif ev == "dberr":
-            if r.get("op") == "acquire":
-                acq_errors.setdefault(r["pid"], []).append(int(r["t"]))
         elif ev == "fault":
             faults.append(r)
         elif ev == "cli_exit":
@@ -204,6 +200,10 @@ def build(recs):
             ks = [t for g in s.groups for t in kills.get(g, []) if t >= s.begin]
             s.end = min(ks) if ks else t_last
             s.how = "killed" if ks else "open"
+            if s.releasing is not None and s.releasing < s.end:
+                # Killed (or cut off) inside its release: its protected work
+                # ended when it logged `releasing`.
+                s.end = s.releasing
         if any(s.begin <= t <= s.end for g in s.groups for t in pauses.get(g, [])):
             s.paused = True
         if s.via == "cli":
@@ -229,18 +229,7 @@ def build(recs):
                 s.released = None        # killed inside release: may have released
             else:
                 s.released = False
-    build.acq_errors = acq_errors
     return secs, faults
-
-
-def late_claim(a, b, ss, acq_errors):
-    """True if b repeats a's token in the same process after an acquire of
-    that process reported an error before a began (and after its previous
-    section): the known hidden re-entrant hold (faultrun.py late_claim)."""
-    if a.pid != b.pid or a.token != b.token or a.via != "lib":
-        return False
-    prev_end = max([s.end for s in ss if s.pid == a.pid and s.begin < a.begin] or [0])
-    return any(prev_end <= t <= a.begin for t in acq_errors.get(a.pid, []))
 
 
 def check(recs, files=None):
@@ -264,7 +253,7 @@ def check(recs, files=None):
     for name, ss in sorted(by_name.items()):
         ss.sort(key=lambda s: (s.begin, s.token))
         check_overlaps(res, name, ss)
-        check_tokens(res, name, ss, build.acq_errors)
+        check_tokens(res, name, ss)
         check_leases(res, name, ss)
         check_counter(res, name, ss, files)
         check_fence(res, name, ss, files)
@@ -289,18 +278,9 @@ def check_overlaps(res, name, ss):
                                                      (min(a.end, b.end) - b.begin) / 1000.0))
 
 
-def check_tokens(res, name, ss, acq_errors=None):
+def check_tokens(res, name, ss):
     seen = {}
-    known = set()
     for a, b in zip(ss, ss[1:]):
-        if b.token <= a.token and not STRICT and (a.gid in known or late_claim(a, b, ss, acq_errors or {})):
-            # Reported, not failed (FAULT_STRICT=1 fails it): a known
-            # product bug with its own reproduction (fault_late_claim).
-            known.add(b.gid)
-            res.stats["known_late_claim"] += 1
-            res.notes.append("known bug (late claim): %r: %s got token %d again after an acquire "
-                             "of that process failed" % (name, b, b.token))
-            continue
         if b.token <= a.token:
             res.error("token order",
                       "%r: %s began after %s but its token is not larger (%d <= %d)"
@@ -311,9 +291,9 @@ def check_tokens(res, name, ss, acq_errors=None):
             res.error("double grant", "%r: token %d granted twice: %s and %s" % (name, s.token, o, s))
         elif o is not None and s.token != 0:
             # One process got the same token for two grants with a release
-            # in between (reported above as token order): a hidden
-            # re-entrant hold, e.g. a claim that committed after its acquire
-            # reported an error (faultrun.py late_claim).
+            # in between (failed above as token order): a hidden re-entrant
+            # hold, e.g. a claim that committed after its acquire reported
+            # an error (faultrun.py late_claim reproduces that case).
             res.stats["repeated_tokens"] += 1
         seen[s.token] = s
 
@@ -447,8 +427,6 @@ def main(argv):
     except (OSError, ValueError, KeyError) as e:
         print("check_history: %s" % e, file=sys.stderr)
         return 2
-    for n in res.notes:
-        print("check_history: " + n)
     if as_json:
         print(json.dumps({"ok": res.ok, "errors": res.errors, "stats": dict(res.stats)}))
     else:

@@ -112,6 +112,25 @@ class TestDoubleGrant(unittest.TestCase):
                                                                           inc=False)
         self.assertIn("double grant", h.check().kinds())
 
+    def test_a_holder_killed_after_releasing_ends_at_releasing(self):
+        # fault_db_error on a fresh machine: holder 1 logged `releasing` at
+        # 490, its release committed, holder 2 was granted at 492, and the
+        # scenario's shutdown killed holder 1 at 493, inside its release
+        # call. Its protected work ended at 490: no double grant.
+        h = H().section("1.1", 10, 0, None)
+        h.recs.append({"ev": "releasing", "name": "n", "gid": "1.1", "pid": 1, "t": 490 * MS})
+        h.section("2.1", 11, 492, 600).fault("shutdown", 1, 493)
+        self.assertEqual(h.check().errors, [])
+        # Killed before it logged `releasing`: still inside its protected
+        # work when holder 2 was granted, a double grant.
+        h = H().section("1.1", 10, 0, None).section("2.1", 11, 492, 600).fault("shutdown", 1, 493)
+        self.assertIn("double grant", h.check().kinds())
+        # `releasing` after the next grant does not hide the overlap.
+        h = H().section("1.1", 10, 0, None)
+        h.recs.append({"ev": "releasing", "name": "n", "gid": "1.1", "pid": 1, "t": 495 * MS})
+        h.section("2.1", 11, 492, 600).fault("shutdown", 1, 497)
+        self.assertIn("double grant", h.check().kinds())
+
     def test_the_same_token_twice_is_a_double_grant(self):
         r = H().section("1.1", 10, 0, 100).section("2.1", 10, 200, 300).check()
         self.assertIn("double grant", r.kinds())
@@ -145,19 +164,14 @@ class TestTokens(unittest.TestCase):
         r = H().section("1.1", 10, 0, 100).section("1.2", 10, 101, 200).check()
         self.assertEqual(r.kinds(), ["token order"])
 
-    def test_repeated_token_after_a_failed_acquire_is_the_known_late_claim_bug(self):
+    def test_repeated_token_after_a_failed_acquire_fails_too(self):
+        # Once excused as "known bug (late claim)": the checker excuses no
+        # failure class, so the bug's return would be seen.
         h = H().section("1.1", 10, 0, 100)
         h.recs.append({"ev": "dberr", "name": "n", "gid": "-", "pid": 1, "op": "acquire",
                        "rc": "ROWLOCK_EDB", "errno": 2013, "injected": 0, "t": 150 * MS})
-        h.section("1.2", 11, 200, 300).section("1.3", 11, 301, 400).section("1.4", 11, 401, 500)
-        r = h.check()
-        self.assertEqual(r.errors, [])
-        self.assertEqual(r.stats["known_late_claim"], 2)
-        ch.STRICT = True
-        try:
-            self.assertEqual(h.check().kinds(), ["token order"])
-        finally:
-            ch.STRICT = False
+        h.section("1.2", 11, 200, 300).section("1.3", 11, 301, 400)
+        self.assertEqual(h.check().kinds(), ["token order"])
 
     def test_names_are_independent(self):
         r = H().section("1.1", 10, 0, 100, name="a").section("2.1", 9, 50, 200, name="b").check()
