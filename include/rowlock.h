@@ -519,8 +519,13 @@ typedef struct rowlock_info {
  * shared lock or semaphore: held if any holder holds it, count = the holds
  * of all holders, owner = the first holder, token = the latest grant's,
  * the latest lease end (one more round trip; rowlock_holders() lists them).
+ * On a Galera node the read is causal (wsrep_sync_wait): it shows every
+ * grant committed anywhere in the cluster before it, waiting for the node
+ * to apply them.
  * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
- *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips.
+ *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips (one more,
+ *   once per connection, if nothing on it has asked yet whether the server
+ *   is a Galera node).
  */
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
 

@@ -398,7 +398,7 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
     /* What the row says decides how to look, not the handle's strategy: a
      * for-update holder is a row lock and needs the strategy's probe. */
     rowlock_info full = ROWLOCK_INFO_INIT;
-    int rc = rowlock__row_read(l->client, l->name, l->name_len, &full);
+    int rc = rowlock__row_read_current(l->client, l->name, l->name_len, &full);
     if (rc == 0 && full.exists) {
         const rowlock__strategy_ops *row_ops = rowlock__strategy_find(full.strategy);
         if (row_ops && row_ops->inspect)

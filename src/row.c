@@ -13,6 +13,14 @@ static const char SQL_ROW[] = "/* rowlock:row-read */ SELECT " ROWLOCK__ROW_COLU
 static const char SQL_ROW_SHARED[] = "/* rowlock:row-read-shared */ SET STATEMENT innodb_lock_wait_timeout={{waits}} FOR "
                                      "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE";
 
+/* The plain read made causal on a Galera node (wsrep_sync_wait): it answers
+ * only after the node applied every write set committed in the cluster
+ * before it, so `rowlock status` on node 1 right after a grant through node 2
+ * shows the grant. Used for what is shown to people (inspect), never on the
+ * acquire path, which decides by writes that certification orders. */
+static const char SQL_ROW_CAUSAL[] = "/* rowlock:row-read-causal */ SET STATEMENT wsrep_sync_wait = 1 FOR "
+                                     "SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
+
 void rowlock__row_cols_init(rowlock__col *cols, rowlock_info *info)
 {
     memset(cols, 0, sizeof(rowlock__col) * ROWLOCK__ROW_NCOLS);
@@ -89,6 +97,14 @@ static int row_read(rowlock_client *c, const char *sql, long variant, const char
 int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
 {
     return row_read(c, SQL_ROW, 0, name, name_len, info);
+}
+
+int rowlock__row_read_current(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
+{
+    int cluster = 0, rc = rowlock__cluster_rule(c, &cluster);
+    if (rc)
+        return rc;
+    return row_read(c, cluster ? SQL_ROW_CAUSAL : SQL_ROW, 0, name, name_len, info);
 }
 
 int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,

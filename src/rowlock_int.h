@@ -513,6 +513,10 @@ void rowlock__strategy_session_ended(rowlock_client *c);
 int rowlock__info_check(unsigned int version);
 void rowlock__info_copy_out(rowlock_info *dst, const rowlock_info *src);
 int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info);
+/* The same, causal on a Galera node (sees every grant committed anywhere in
+ * the cluster before it): for inspect, one round trip (plus the cached
+ * cluster probe the first time). */
+int rowlock__row_read_current(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info);
 /* The same as a locking read (LOCK IN SHARE MODE, waiting up to lock_wait_ms
  * for a writer of the row to commit). */
 int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,
