@@ -68,7 +68,7 @@ _rowlock_value()
 # _rowlock_valued OPTION: is OPTION one that takes a separate value?
 _rowlock_valued()
 {
-    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code --owner --pid --grace --batch --pause --max-seconds " in
+    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code -k --kill-after --owner --pid --grace --batch --pause --max-seconds " in
     *" $1 "*) return 0 ;;
     esac
     return 1
@@ -185,7 +185,7 @@ _rowlock()
     run)
         if [[ $cur == -* ]]; then
             _rowlock_add "$cur" --shared --exclusive --permits --strategy --nonblock --nb --wait \
-                --timeout --lease --conflict-exit-code --command --close --no-fork --verbose \
+                --timeout --lease --conflict-exit-code --kill-after --command --close --no-fork --verbose \
                 --version --help $_rowlock_conn_opts
         else
             _rowlock_names "$cur"

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <linux/close_range.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -52,6 +53,10 @@ const char rl_usage_run[] =
     "                               inherits the database connection anyway\n"
     "  -F, --no-fork                refused: the lease needs rowlock to stay as\n"
     "                               COMMAND's supervisor\n"
+    "  -k, --kill-after=SECONDS     when the lease cannot be renewed, COMMAND gets SIGTERM\n"
+    "                               this long before SIGKILL, and SIGKILL comes before the\n"
+    "                               lease could end (default: a quarter of the lease, at\n"
+    "                               most 5 s); must fit in half the lease\n"
     "      --verbose                report acquisition time, token and renewals on stderr;\n"
     "                               on a conflict, name the holder; and the library's\n"
     "                               events (rowlock: LEVEL KIND: MESSAGE)\n"
@@ -61,8 +66,8 @@ const char rl_usage_run[] =
     "COMMAND gets ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token of this grant) and\n"
     "ROWLOCK_OWNER in its environment. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
     "SIGUSR2 sent to rowlock are forwarded to COMMAND. If the lease cannot be renewed\n"
-    "(lock lost or database unreachable), COMMAND gets SIGTERM before the lease ends,\n"
-    "SIGKILL 5 s later, and rowlock exits 75.\n"
+    "(lock lost or database unreachable), COMMAND gets SIGTERM, SIGKILL --kill-after\n"
+    "seconds later, and is gone before the lease could end; rowlock exits 75.\n"
     "\n"
     "Exit status: COMMAND's status; 128+N if COMMAND was killed by signal N; the\n"
     "conflict code (default 1) if the lock was not acquired with -n or within -w;\n"
@@ -72,13 +77,14 @@ const char rl_usage_run[] =
 
 /* run's options: the shared ones (rowlock_cli.h), plus flock(1)'s -o, -F
  * and -V. -c/--command comes after NAME and is read by parse_run itself. */
-enum { RO_CLOSE = 1, RO_NO_FORK, RO_VERSION };
+enum { RO_CLOSE = 1, RO_NO_FORK, RO_VERSION, RO_KILL_AFTER };
 
 static const cli_optspec run_specs[] = {
     RL_LOCK_OPTSPECS,
     { "close", 'o', 0, RO_CLOSE },
     { "no-fork", 'F', 0, RO_NO_FORK },
     { "version", 'V', 0, RO_VERSION },
+    { "kill-after", 'k', 1, RO_KILL_AFTER },
     { NULL, 0, 0, 0 },
 };
 
@@ -168,14 +174,46 @@ void rl_lock_opts_done(rl_lock_opts *o)
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define NFWD ((int)(sizeof fwd_signals / sizeof fwd_signals[0]))
 
-#define KILL_AFTER_US (5 * 1000000LL)
 #define RETRY_US 1000000LL
+
+/*
+ * The stop schedule. The keeper's safe-until time is the earliest moment the
+ * server could end the lease (the last confirmed renewal's request time plus
+ * the lease, on this host's monotonic clock). COMMAND must be gone by then,
+ * however long it takes to honour SIGTERM:
+ *
+ *   SIGTERM at  safe_until - grace - reap
+ *   SIGKILL at  safe_until - reap        (earlier if the lock is already lost)
+ *
+ * `reap` covers delivering SIGKILL and the supervisor's own wake-up latency
+ * (a tenth of the lease, 250 ms to 1 s). Renewals run every third of the
+ * lease, so after a healthy renewal at least two thirds of it are left:
+ * grace + reap must stay below half the lease, or a single late renewal
+ * would stop COMMAND. --kill-after beyond that is refused at start.
+ */
+static int64_t reap_us_for(int64_t lease_ms)
+{
+    int64_t r = lease_ms * 100; /* a tenth of the lease, in us */
+    if (r < 250000)
+        r = 250000;
+    if (r > 1000000)
+        r = 1000000;
+    return r;
+}
+
+static int64_t default_grace_us(int64_t lease_ms)
+{
+    int64_t g = lease_ms * 250; /* a quarter of the lease, in us */
+    return g > 5000000 ? 5000000 : g;
+}
 
 /* What the supervisor knows besides the keeper's status. */
 typedef struct watch {
     rowlock_lock *lock;
     const char *shown;    /* the lock name, printable */
     int64_t lease_ms;
+    int64_t grace_us;     /* SIGTERM -> SIGKILL (--kill-after) */
+    int64_t reap_us;      /* SIGKILL -> safe-until */
     int verbose;
     uint64_t token;
     int wake_fd;          /* write end: the keeper's callback wakes the supervisor */
@@ -194,6 +232,182 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
         n = write(w->wake_fd, &b, 1);
     } while (n < 0 && errno == EINTR);
     /* EAGAIN: the pipe is full, the supervisor wakes anyway */
+}
+
+/* ---- the watchdog: COMMAND never outlives the lease, even if we stop ------ */
+
+/*
+ * A second child, forked right after COMMAND, that kills COMMAND at its
+ * deadline (safe-until minus the reap allowance) unless the supervisor moves
+ * the deadline on. The supervisor alone can be stopped (SIGSTOP of its pid,
+ * not the group), starved or killed while COMMAND runs on; its keeper
+ * threads stop with it, the lease ends on the server, and without this a
+ * next holder would overlap COMMAND. The watchdog:
+ *   - reads deadlines (CLOCK_MONOTONIC us, int64) from a socket; INT64_MAX
+ *     means none (for-update: no lease); -1 means "done, exit";
+ *   - holds a pidfd of COMMAND, opened by the supervisor before COMMAND
+ *     could be reaped, so a reused pid is never hit; it exits as soon as
+ *     COMMAND has exited (the pidfd turns readable);
+ *   - on EOF (the supervisor died) keeps the last deadline;
+ *   - ignores the signals a terminal or a group kill sends, so it outlives
+ *     neither COMMAND's guard duty nor less than COMMAND;
+ *   - makes only system calls (it is forked from a threaded process).
+ * Where pidfds are missing (Linux < 5.3) there is no watchdog: --verbose
+ * says so, and only the supervisor stops COMMAND.
+ */
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+static int64_t wd_now_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void watchdog_main(int rd, int pidfd)
+{
+    static const int ign[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP };
+    struct sigaction sa;
+    sigset_t none;
+    int64_t deadline = INT64_MAX;
+    int open_pipe = 1;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < sizeof ign / sizeof ign[0]; k++)
+        (void)sigaction(ign[k], &sa, NULL);
+    sigemptyset(&none);
+    (void)sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Keep only the pipe and the pidfd: move them to 3 and 4, close the rest
+     * (the database connections, the signalfd, a caller's lock files). */
+    if (dup2(rd, 3) < 0 || dup2(pidfd, 4) < 0)
+        _exit(70);
+    rd = 3;
+    pidfd = 4;
+#if defined(SYS_close_range)
+    if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0)
+#endif
+    {
+        for (int fd = 5; fd < 1024; fd++)
+            (void)close(fd);
+    }
+    for (;;) {
+        struct pollfd pfd[2];
+        int timeout = -1, n = 1;
+        int64_t now = wd_now_us();
+        if (deadline != INT64_MAX) {
+            int64_t d = deadline - now;
+            if (d <= 0) {
+                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
+                _exit(0);
+            }
+            d = (d + 999) / 1000;
+            timeout = d > INT_MAX ? INT_MAX : (int)d;
+        }
+        pfd[0].fd = pidfd;
+        pfd[0].events = POLLIN;
+        pfd[0].revents = 0;
+        if (open_pipe) {
+            pfd[1].fd = rd;
+            pfd[1].events = POLLIN;
+            pfd[1].revents = 0;
+            n = 2;
+        }
+        if (poll(pfd, (nfds_t)n, timeout) < 0)
+            continue; /* EINTR: nothing to handle, only ignored signals */
+        if (pfd[0].revents)
+            _exit(0); /* COMMAND has exited */
+        if (n == 2 && pfd[1].revents) {
+            int64_t v;
+            ssize_t r = read(rd, &v, sizeof v);
+            if (r == (ssize_t)sizeof v) {
+                if (v == -1)
+                    _exit(0);
+                deadline = v;
+            } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                open_pipe = 0; /* the supervisor is gone: the last deadline stands */
+            }
+        }
+    }
+}
+
+typedef struct watchdog {
+    pid_t pid;          /* 0: none */
+    int wr;             /* write end of its pipe */
+    int64_t sent;       /* the last deadline sent */
+} watchdog;
+
+/* Start the watchdog for COMMAND (pid, not yet reaped). Returns 0, or -1
+ * when there is none (no pidfd support, or fork failed: then only the
+ * supervisor stops COMMAND). */
+static int watchdog_start(watchdog *wd, pid_t cmd_pid, int verbose)
+{
+    int p[2], pidfd;
+    wd->pid = 0;
+    wd->wr = -1;
+    wd->sent = INT64_MAX;
+    pidfd = (int)syscall(SYS_pidfd_open, cmd_pid, 0u);
+    if (pidfd < 0) {
+        if (verbose)
+            fprintf(stderr, "%s: no watchdog (pidfd_open: %s): only rowlock itself stops COMMAND at the end of its "
+                            "safe time\n", PROG, strerror(errno));
+        return -1;
+    }
+    /* A socket pair, not a pipe: send() with MSG_NOSIGNAL, so a watchdog
+     * that has already exited (COMMAND ended) costs us no SIGPIPE. */
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) != 0) {
+        close(pidfd);
+        return -1;
+    }
+    wd->pid = fork();
+    if (wd->pid == 0) {
+        close(p[1]);
+        watchdog_main(p[0], pidfd);
+        _exit(0);
+    }
+    close(p[0]);
+    close(pidfd);
+    if (wd->pid < 0) {
+        wd->pid = 0;
+        close(p[1]);
+        return -1;
+    }
+    wd->wr = p[1];
+    return 0;
+}
+
+static void watchdog_send(watchdog *wd, int64_t v)
+{
+    ssize_t n;
+    if (wd->wr < 0 || v == wd->sent)
+        return;
+    do {
+        n = send(wd->wr, &v, sizeof v, MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n == (ssize_t)sizeof v)
+        wd->sent = v;
+}
+
+/* COMMAND has been reaped: tell the watchdog to go, and reap it. */
+static void watchdog_stop(watchdog *wd)
+{
+    if (wd->pid > 0) {
+        pid_t w;
+        watchdog_send(wd, -1);
+        do {
+            w = waitpid(wd->pid, NULL, 0);
+        } while (w < 0 && errno == EINTR);
+    }
+    if (wd->wr >= 0)
+        close(wd->wr);
+    wd->pid = 0;
+    wd->wr = -1;
 }
 
 /* ---- file descriptors: keep the database connection out of COMMAND ------- */
@@ -296,6 +510,7 @@ static void cloexec_new_fds(const fdmap *before)
 
 typedef struct run_args {
     rl_lock_opts o; /* how to take the lock: the options run and lock share */
+    int64_t grace_us; /* --kill-after; -1: the default for the lease */
     const char *name;
     char **cmd_argv; /* NULL-terminated */
     const char *shell_cmd;
@@ -310,6 +525,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
 
     cli_opt_init(&p, PROG, "run", argc, argv, 1);
     memset(ra, 0, sizeof *ra);
+    ra->grace_us = -1;
     rl_lock_opts_init(&o);
     while ((id = cli_next_opt(&p, run_specs, cc, &val)) != CLI_OP_END) {
         if (id == CLI_OP_ERR)
@@ -324,6 +540,16 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
         switch (id) {
         case RO_CLOSE:
             break; /* COMMAND never inherits the connection: nothing to close */
+        case RO_KILL_AFTER: {
+            double g = cli_parse_seconds(val);
+            if (g < 0) {
+                fprintf(stderr, "%s: run: --kill-after: '%s' is not a non-negative number of seconds\n", PROG,
+                        cli_q(val));
+                return CLI_EX_USAGE;
+            }
+            ra->grace_us = (int64_t)llround(g * 1e6);
+            break;
+        }
         case RO_NO_FORK:
             fprintf(stderr, "%s: run: --no-fork is not supported: rowlock stays as COMMAND's supervisor to renew "
                             "the lease and end COMMAND if it is lost\n", PROG);
@@ -338,6 +564,17 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
     }
     rl_lock_opts_done(&o);
     ra->o = o;
+    if (ra->grace_us >= 0 && ra->o.strategy != ROWLOCK_STRATEGY_FOR_UPDATE &&
+        (ra->grace_us + reap_us_for(o.lease_ms)) * 2 > o.lease_ms * 1000) {
+        int64_t need_ms = (ra->grace_us + reap_us_for(o.lease_ms)) * 2 / 1000;
+        fprintf(stderr,
+                "%s: run: a lease of %.3g s is too short for --kill-after %.3g s: SIGTERM, the grace and "
+                "SIGKILL must fit in half the lease (here at least %.3g s): raise -l or lower --kill-after\n",
+                PROG, (double)o.lease_ms / 1000.0, (double)ra->grace_us / 1e6, (double)need_ms / 1000.0);
+        return CLI_EX_USAGE;
+    }
+    if (ra->grace_us < 0)
+        ra->grace_us = default_grace_us(o.lease_ms);
 
     if (p.i >= argc) {
         fprintf(stderr, "%s: run: missing lock NAME and COMMAND (see rowlock run --help)\n", PROG);
@@ -445,18 +682,15 @@ static int set_env(const char *k, const char *v)
  * renewals stopped being confirmed. Returns the exit status to use; *lost
  * set when the lock was lost.
  */
-static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const char *what, int *lost)
+static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake_rd, const char *what,
+                     int *lost)
 {
-    int64_t margin, kill_at = 0, last_loop = 0, expect_wake = 0, paused_us = 0;
+    int64_t margin, kill_at = 0, term_at = 0, last_loop = 0, expect_wake = 0, paused_us = 0;
     int lost_state = 0, killed = 0, status = 0;
-    int64_t lease_us = wt->lease_ms * 1000;
     uint64_t renewals_seen = 0;
 
-    margin = lease_us / 6;
-    if (margin < 1000000)
-        margin = 1000000;
-    if (margin > lease_us / 2)
-        margin = lease_us / 2;
+    /* SIGTERM this long before safe-until (see the stop schedule above). */
+    margin = wt->grace_us + wt->reap_us;
 
     for (;;) {
         struct pollfd pfd[2];
@@ -466,6 +700,8 @@ static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const cha
 
         if (rowlock_keep_status(wt->lock, &ki) != 0)
             abort();
+        /* The watchdog's deadline: where SIGKILL must have come by. */
+        watchdog_send(wd, ki.safe_until_us == INT64_MAX ? INT64_MAX : ki.safe_until_us - wt->reap_us);
         if (wt->verbose && ki.renewals > renewals_seen) {
             renewals_seen = ki.renewals;
             fprintf(stderr, "%s: renewed '%s' (token %" PRIu64 ", lease %.3g s, %" PRIu64 " renewals, safe "
@@ -501,13 +737,21 @@ static int supervise(pid_t pid, const watch *wt, int sfd, int wake_rd, const cha
                     msg, what, (long)pid);
             if (kill(pid, SIGTERM) != 0 && errno != ESRCH)
                 fprintf(stderr, "%s: kill(SIGTERM): %s\n", PROG, strerror(errno));
-            kill_at = now + KILL_AFTER_US;
+            /* SIGKILL after the grace, but never later than reap before
+             * safe-until: with the lock already lost (or the safe time
+             * nearly gone) that is at once. */
+            term_at = now;
+            kill_at = now + wt->grace_us;
+            if (ki.safe_until_us != INT64_MAX && kill_at > ki.safe_until_us - wt->reap_us)
+                kill_at = ki.safe_until_us - wt->reap_us;
+            if (kill_at < now)
+                kill_at = now;
             /* No more renewals: the lock is given up. */
             if (rowlock_keep(wt->lock, NULL) != 0) { /* stopping never fails */ }
         }
         if (lost_state && !killed && now >= kill_at) {
-            fprintf(stderr, "%s: %s (pid %ld) still running 5 s after SIGTERM; sending SIGKILL\n",
-                    PROG, what, (long)pid);
+            fprintf(stderr, "%s: %s (pid %ld) still running %.2f s after SIGTERM; sending SIGKILL\n",
+                    PROG, what, (long)pid, (double)(now - term_at) / 1e6);
             if (kill(pid, SIGKILL) != 0 && errno != ESRCH)
                 fprintf(stderr, "%s: kill(SIGKILL): %s\n", PROG, strerror(errno));
             killed = 1;
@@ -752,6 +996,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     wt.lock = l;
     wt.shown = shown;
     wt.lease_ms = ra.o.lease_ms;
+    wt.grace_us = ra.grace_us;
+    wt.reap_us = reap_us_for(ra.o.lease_ms);
     wt.verbose = ra.o.verbose;
     wt.token = rowlock_lock_token(l);
     wt.wake_fd = wpipe[1];
@@ -867,7 +1113,12 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
                             "lease; COMMAND is stopped as soon as the session ends)\n",
                     PROG, shown, ki.session_id);
     }
-    ex = supervise(pid, &wt, sfd, wpipe[0], what, &lost);
+    {
+        watchdog wd;
+        (void)watchdog_start(&wd, pid, ra.o.verbose);
+        ex = supervise(pid, &wt, &wd, sfd, wpipe[0], what, &lost);
+        watchdog_stop(&wd);
+    }
     {
         /* The keeper may have found the lock lost after COMMAND ended (e.g.
          * both woke from a SIGSTOP together): the handle may then hold
