@@ -26,8 +26,10 @@
  *
  * The handle is "PID.SECRET" (the supervisor's pid, 128 random bits). The
  * supervisor listens on the abstract unix socket "rowlock-lock/<handle>"; it
- * answers only peers with its own uid (or root). Protocol: one request line
- * ("unlock" or "check"), one reply line "<exit code> <message>".
+ * answers only peers with its own uid (or root), and `unlock` believes only a
+ * peer (SO_PEERCRED) that is the handle's pid running as its own uid: any
+ * user can bind the name once the supervisor is gone. Protocol: one request
+ * line ("unlock" or "check"), one reply line "<exit code> <message>".
  */
 #include "rowlock_cli.h"
 
@@ -97,9 +99,11 @@ const char rl_usage_unlock[] =
     "  --check      exit 0 if the lock is still held, 75 if it was lost\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Exit status: 0 released (--check: held); 1 no such lock supervisor (already\n"
-    "unlocked, or its shell exited); 64 usage error; 75 the lock was lost before\n"
-    "unlock (the commands since then ran without it).\n";
+    "Exit status: 0 released (--check: held); 1 no such lock supervisor of yours\n"
+    "(already unlocked, or its shell exited; another process or user answering on\n"
+    "the handle's socket is not believed); 64 usage error; 69 the supervisor did\n"
+    "not answer; 75 the lock was lost before unlock (the commands since then ran\n"
+    "without it).\n";
 
 /* run's options (the shared list, rowlock_cli.h) plus lock's own. */
 enum { LO_PID = 1, LO_JSON };
@@ -134,6 +138,21 @@ static int write_all(int fd, const char *s, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* write_all for a socket whose peer may be gone: EPIPE, never SIGPIPE. */
+static int send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -376,7 +395,7 @@ static int serve(sup *s, int fd)
         return 0;
     }
     snprintf(reply, sizeof reply, "%d %s\n", code, msg);
-    (void)write_all(fd, reply, strlen(reply));
+    (void)send_all(fd, reply, strlen(reply));
     return end;
 }
 
@@ -865,6 +884,8 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
     size_t n = 0;
     ssize_t r;
     struct timeval tv = { 60, 0 };
+    struct ucred cr;
+    socklen_t crl = sizeof cr;
 
     (void)cc;
     cli_opt_init(&p, PROG, "unlock", argc, argv, 1);
@@ -907,9 +928,26 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
             (void)close(fd);
         return CLI_EX_CONFLICT;
     }
+    /* The name is in the abstract namespace, which any local user can bind
+     * once our supervisor is gone (and read in /proc/net/unix): believe only
+     * the process the handle names, running as us. */
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0) {
+        fprintf(stderr, "%s: unlock: cannot tell who answers for handle %ld....: %s\n", PROG, (long)spid,
+                strerror(errno));
+        (void)close(fd);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (cr.uid != geteuid() || cr.pid != spid) {
+        fprintf(stderr, "%s: unlock: no lock supervisor of yours for handle %ld....: its socket is answered by "
+                        "pid %ld of uid %ld (already unlocked, or the shell that locked it exited)\n",
+                PROG, (long)spid, (long)cr.pid, (long)cr.uid);
+        (void)close(fd);
+        return CLI_EX_CONFLICT;
+    }
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (write_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
-        fprintf(stderr, "%s: unlock: %s\n", PROG, strerror(errno));
+    if (send_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
+        fprintf(stderr, "%s: unlock: the lock supervisor (pid %ld) closed the connection: %s\n", PROG, (long)spid,
+                strerror(errno));
         (void)close(fd);
         return CLI_EX_UNAVAILABLE;
     }
