@@ -114,8 +114,10 @@ static int reenter(rowlock_lock *l, int64_t lease_ms, long waits, int64_t increm
  * multi-holder name), it is busy as before and the caller's explaining read
  * says why. Otherwise run the claim again after a short backoff, still
  * without waiting on row locks (a for-update holder keeps its row locked for
- * as long as it holds the name: never wait for that); a lock that is still
- * there after TRY_ONCE_LOCKED_US is a database error, not busy.
+ * as long as it holds the name: never wait for that). A lock still there
+ * after TRY_ONCE_LOCKED_US is busy after all: no gap lock lasts that long,
+ * but an uncommitted claim of the name in an application's transaction
+ * (rowlock_client_wrap) does, and it holds the name once it commits.
  */
 #define TRY_ONCE_LOCKED_US 1000000
 static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock__res *res)
@@ -145,8 +147,9 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
         rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, 0, p, 6, NULL, 0, NULL, NULL, res);
     }
     if (rc == ROWLOCK_EBUSY)
-        return rowlock__fail(c, ROWLOCK_EDB, "acquire %s (%s): the name is not held, but its row stayed locked by "
-                             "another transaction: %s", l->shown, l->ops->name, c->errmsg);
+        return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (%s): busy: no committed holder, but another "
+                             "transaction kept the name's row locked for %.1f s (an uncommitted claim?): %s",
+                             l->shown, l->ops->name, TRY_ONCE_LOCKED_US / 1e6, c->errmsg);
     return rc;
 }
 
