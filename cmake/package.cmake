@@ -19,6 +19,16 @@ if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
 endif()
 
 set(CPACK_PACKAGE_NAME rowlock)
+# Licence: MIT (LICENSE). Each package ships it as Debian policy wants it,
+# /usr/share/doc/<package>/copyright in the machine-readable format (the
+# MIT licence is "Expat" there); a plain `make install` gets the same files.
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/deb/copyright
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/librowlock${ROWLOCK_SOVERSION} COMPONENT lib)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/deb/copyright
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/librowlock-dev COMPONENT dev)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/deb/copyright
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rowlock COMPONENT tools)
 set(CPACK_PACKAGE_VENDOR "rowlock")
 set(CPACK_PACKAGE_CONTACT "rowlock maintainers <rowlock@localhost>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

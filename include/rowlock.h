@@ -177,7 +177,9 @@ enum {
     ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK = 1u << 0,
     /** Read the standard MySQL option files (/etc/my.cnf, /etc/mysql/my.cnf,
      *  ~/.my.cnf, ...) groups [client] and [rowlock]. Ignored when
-     *  defaults_file is set (then only that file is read). */
+     *  defaults_file is set (then only that file is read). A file other
+     *  users can write (o+w, or g+w and owned by neither the user nor root)
+     *  is skipped with a warning on stderr, as the mariadb client does. */
     ROWLOCK_CLIENT_READ_DEFAULT_FILES = 1u << 1,
     /** Declare that all lock traffic goes to one node of a multi-primary
      *  (Galera) cluster, which makes the for-update strategy safe there. */
@@ -198,7 +200,8 @@ enum {
  */
 typedef struct rowlock_client_options {
     unsigned int version;        /**< ROWLOCK_CLIENT_OPTIONS_VERSION */
-    const char *defaults_file;   /**< read only this option file (a regular file or a pipe) */
+    const char *defaults_file;   /**< read only this option file (a regular file or a pipe); refused
+                                      (ROWLOCK_EINVALID) if other users can write it or a file it includes */
     const char *host;
     unsigned int port;
     const char *unix_socket;

@@ -35,6 +35,17 @@
  * ROWLOCK__OPT_TOTAL_MAX in all. So `--defaults-file=<(cat f)` works (the pipe
  * is read once), and an endless file is an error instead of a hang.
  *
+ * Files others can write (mode o+w, or g+w and owned by neither us nor
+ * root) are refused, as the mariadb client refuses them ("World-writable
+ * config file ... is ignored"): such a file could name a plugin directory
+ * and make us run its writer's code. Which way the file was found decides
+ * how: the defaults file the caller named (--defaults-file), and every file
+ * it includes, is an error (the caller asked for exactly that file and must
+ * not connect with different settings than it says); a file of the default
+ * search list (/etc/my.cnf, ~/.my.cnf, ...) and everything it includes is
+ * skipped with a one-line warning on stderr, as mysys does, and the others
+ * are still read.
+ *
  * Connector/C is never given the user's files: rowlock__opts_render() writes
  * what was read (the keys of the groups Connector/C reads) as one [client]
  * group, with the keys that explicit options supersede left out, and db.c
@@ -73,6 +84,7 @@ typedef struct optctx {
     rowlock__opts *out;
     int oom;
     int fatal;      /* a file was refused: out->err says which */
+    int named;      /* 1: the files come from a defaults file the caller named */
     unsigned files; /* files opened so far */
     size_t total;   /* bytes read so far */
     char line[ROWLOCK__OPT_LINE_MAX + 1];
@@ -226,6 +238,18 @@ static char *directive_arg(char *p, const char *word)
 }
 
 static int read_file(optctx *ctx, const char *path, unsigned depth, int explicit_file);
+
+/* Can someone other than us (or root) change what the file says? Others may
+ * write it (o+w), or a group may and the file is neither ours nor root's (a
+ * file of ours or root's that our group may write is as safe as our own
+ * umask 002 files). Pipes count too: a FIFO in /tmp with mode 666 is a file
+ * anyone can feed; `<(cat f)` is a pipe of ours with mode 600. */
+static int writable_by_others(const struct stat *st)
+{
+    if (st->st_mode & S_IWOTH)
+        return 1;
+    return (st->st_mode & S_IWGRP) && st->st_uid != geteuid() && st->st_uid != 0;
+}
 
 static int cnf_filter(const struct dirent *d)
 {
@@ -451,6 +475,24 @@ static int read_file(optctx *ctx, const char *path, unsigned depth, int explicit
         errno = EINVAL;
         return -1;
     }
+    if (writable_by_others(&st)) {
+        /* Anyone who can write the file can make us load a plugin of theirs
+         * (plugin-dir=, default-auth=) or talk to their server. The rule is
+         * mysys' (the mariadb client's): a named file is an error, a file
+         * met in the default search list is skipped with a warning. */
+        close(fd);
+        rowlock_escape(shown, sizeof shown, path, strlen(path));
+        if (ctx->named) {
+            set_err(ctx, "option file %s%s is writable by other users (mode %04o, owner uid %ld): refused "
+                         "(run chmod go-w on it to use it)",
+                    shown, depth > 0 ? " (included)" : "", (unsigned)(st.st_mode & 07777), (long)st.st_uid);
+        } else {
+            fprintf(stderr, "rowlock: warning: option file %s%s is writable by other users (mode %04o): ignored\n",
+                    shown, depth > 0 ? " (included)" : "", (unsigned)(st.st_mode & 07777));
+        }
+        errno = EPERM;
+        return -1;
+    }
     buf = slurp(fd, ROWLOCK__OPT_FILE_MAX, &len);
     if (!buf) {
         int e = errno;
@@ -528,6 +570,7 @@ int rowlock__opts_load(rowlock__opts *o, const char *defaults_file, int read_def
     ctx->out = o;
     ctx->oom = 0;
     ctx->fatal = 0;
+    ctx->named = defaults_file != NULL;
     ctx->files = 0;
     ctx->total = 0;
 

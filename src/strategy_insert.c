@@ -30,7 +30,9 @@
  * Holder crash: the row stays until its lease ends; then the next acquire
  *   takes it over, or the reaper purges it after a grace period.
  * Errors: 1205/1213 (two acquirers' INSERTs on one key, a deadlock between
- *   waiters on a just-freed key) mean "busy, retry"; 1146 means the schema is
+ *   waiters on a just-freed key) mean "busy, retry"; a try-once that meets
+ *   them re-reads the row and says busy only if someone holds the name
+ *   (try_once_lock_wait); 1146 means the schema is
  *   missing (ESCHEMA); anything else is EDB.
  * Tokens: VALUES(token) is the new token the statement computed for the
  *   insert (ROWLOCK__NEW_TOKEN, evaluated before the duplicate key is found),
@@ -100,6 +102,57 @@ static int reenter(rowlock_lock *l, int64_t lease_ms, long waits, int64_t increm
     return 0;
 }
 
+/*
+ * A try-once claim runs with innodb_lock_wait_timeout=0, so any row lock in
+ * its way fails it at once with 1205 (or 1213). That is not "held": another
+ * transaction's gap or next-key lock on the names index (a shared acquire of
+ * another new name: holders.c's DRAW on a missing row, then its INSERT, lock
+ * the gap our new row goes into until their commit, microseconds later; the
+ * reaper's DELETE of a neighbouring row) stops the INSERT of a name nobody
+ * holds. So a try-once that met a lock: read the row without locking; if
+ * someone holds the name (or another strategy owns it, or it is a
+ * multi-holder name), it is busy as before and the caller's explaining read
+ * says why. Otherwise run the claim again after a short backoff, still
+ * without waiting on row locks (a for-update holder keeps its row locked for
+ * as long as it holds the name: never wait for that). A lock still there
+ * after TRY_ONCE_LOCKED_US is busy after all: no gap lock lasts that long,
+ * but an uncommitted claim of the name in an application's transaction
+ * (rowlock_client_wrap) does, and it holds the name once it commits.
+ */
+#define TRY_ONCE_LOCKED_US 1000000
+static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock__res *res)
+{
+    rowlock_client *c = l->client;
+    int rc = ROWLOCK_EBUSY;
+    int64_t give_up = rowlock__now_us() + TRY_ONCE_LOCKED_US;
+    for (unsigned attempt = 1; rc == ROWLOCK_EBUSY && rowlock__now_us() < give_up; attempt++) {
+        rowlock_info info = ROWLOCK_INFO_INIT;
+        unsigned int db_errno = c->db_errno;
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        int rrc = rowlock__row_read(c, l->name, l->name_len, &info);
+        if (rrc)
+            return rrc;
+        if (info.exists && (info.held || info.strategy != ROWLOCK_STRATEGY_INSERT)) {
+            rowlock__error_restore(c, &keep);
+            return ROWLOCK_EBUSY; /* someone holds it: busy indeed */
+        }
+        int64_t pause = rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng));
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, BUSY_RETRY,
+                          RL_EVX(.db_errno = db_errno, .waited_us = pause, .attempt = attempt),
+                          "acquire %s (%s): try-once claim met a row lock (MySQL error %u) on a name nobody "
+                          "holds; retry %u in %.3f s",
+                          l->shown, l->ops->name, db_errno, attempt, (double)pause / 1e6);
+        rowlock__sleep_us(pause);
+        rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, 0, p, 6, NULL, 0, NULL, NULL, res);
+    }
+    if (rc == ROWLOCK_EBUSY)
+        return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (%s): busy: no committed holder, but another "
+                             "transaction kept the name's row locked for %.1f s (an uncommitted claim?): %s",
+                             l->shown, l->ops->name, TRY_ONCE_LOCKED_US / 1e6, c->errmsg);
+    return rc;
+}
+
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
@@ -122,6 +175,8 @@ static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_m
                             RL_HINT_TRY(l, flags) };
     rowlock__res res;
     rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 6, NULL, 0, NULL, NULL, &res);
+    if (rc == ROWLOCK_EBUSY && waits == 0)
+        rc = try_once_lock_wait(l, p, &res);
     if (rc)
         return rc;
     if (res.insert_id == 0) {

@@ -40,6 +40,15 @@ if(TARGET tool_rowlock)
   set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
+# What a local attacker or an unusual shell must not get (tests/test_cli_trust.sh,
+# issue 25): option files others can write, a forged answer on unlock's
+# socket, a lock given up under eval "$(... | cat)", a false busy for run -n.
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME cli_trust COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_trust.sh)
+  rowlock_db_test(cli_trust TIMEOUT 300)
+  set_property(TEST cli_trust APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()
+
 # Machine output (tests/test_cli_json.sh): --json on every command that prints
 # a result; flags that do not apply are refused (64).
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)

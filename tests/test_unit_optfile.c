@@ -726,6 +726,85 @@ static void test_optfile__files_over_1_mib_are_refused(void **state)
     assert_int_equal(errno, EFBIG);
 }
 
+/* ---- files others can write (issue 25 item 1) -------------------------------- */
+
+static void put_mode(const char *rel, const char *content, mode_t mode)
+{
+    put(rel, content);
+    assert_int_equal(chmod(P(rel), mode), 0);
+}
+
+static void test_optfile__world_writable_explicit_file_is_refused(void **state)
+{
+    char out[32] = "untouched";
+    (void)state;
+    put_mode("ww.cnf", "[" G "]\ntable=evil\n", 0666);
+    errno = 0;
+    assert_int_equal(get("ww.cnf", "table", out, sizeof(out)), -1);
+    assert_int_equal(errno, EPERM);
+    assert_string_equal(out, "untouched");
+    /* and the message names the file and the mode */
+    {
+        rowlock__opts o;
+        const char *groups[] = { G, NULL };
+        assert_int_equal(rowlock__opts_load(&o, P("ww.cnf"), 0, groups), -1);
+        assert_non_null(strstr(o.err, "ww.cnf"));
+        assert_non_null(strstr(o.err, "writable by other users (mode 0666"));
+    }
+    /* o+w alone (0602) is enough */
+    put_mode("ww2.cnf", "[" G "]\ntable=evil\n", 0602);
+    assert_int_equal(get("ww2.cnf", "table", out, sizeof(out)), -1);
+}
+
+static void test_optfile__world_writable_include_of_an_explicit_file_is_refused(void **state)
+{
+    char out[32], text[600];
+    (void)state;
+    put_mode("inc_ww.cnf", "[" G "]\nplugin_dir=/tmp/evil\n", 0666);
+    snprintf(text, sizeof text, "[" G "]\ntable=ok\n!include %s\n", P("inc_ww.cnf"));
+    put("inc_outer.cnf", text);
+    assert_int_equal(get("inc_outer.cnf", "table", out, sizeof(out)), -1);
+    /* through !includedir too */
+    mkdir_rel("incdir_ww");
+    put_mode("incdir_ww/a.cnf", "[" G "]\ntable=evil\n", 0646);
+    snprintf(text, sizeof text, "[" G "]\ntable=ok\n!includedir %s\n", P("incdir_ww"));
+    put("incdir_outer.cnf", text);
+    assert_int_equal(get("incdir_outer.cnf", "table", out, sizeof(out)), -1);
+}
+
+static void test_optfile__group_writable_file_of_another_user_is_refused(void **state)
+{
+    char out[32];
+    (void)state;
+    /* ours (or root's) and group-writable: accepted (a umask 002 file) */
+    put_mode("gw_ours.cnf", "[" G "]\ntable=mine\n", 0664);
+    assert_value("gw_ours.cnf", "table", "mine");
+    if (geteuid() != 0)
+        skip(); /* only root can give a file away */
+    put_mode("gw_theirs.cnf", "[" G "]\ntable=theirs\n", 0664);
+    assert_int_equal(chown(P("gw_theirs.cnf"), 65534, 65534), 0);
+    assert_int_equal(get("gw_theirs.cnf", "table", out, sizeof(out)), -1);
+    /* without g+w another user's file is read, as mysys does */
+    assert_int_equal(chmod(P("gw_theirs.cnf"), 0644), 0);
+    assert_value("gw_theirs.cnf", "table", "theirs");
+}
+
+static void test_optfile__world_writable_home_my_cnf_is_skipped_not_fatal(void **state)
+{
+    char out[64];
+    (void)state;
+    mkdir_rel("home_ww");
+    mkdir_rel("mysql_home_ww");
+    put("mysql_home_ww/my.cnf", "[" G "]\ntable=from_mysql_home\n");
+    put_mode("home_ww/.my.cnf", "[" G "]\ntable=evil\nevil_only=1\n", 0666);
+    assert_int_equal(setenv("HOME", P("home_ww"), 1), 0);
+    assert_int_equal(setenv("MYSQL_HOME", P("mysql_home_ww"), 1), 0);
+    unsetenv("MARIADB_HOME");
+    assert_int_equal(rowlock__optfile_get(NULL, 1, G, "table", out, sizeof(out)), 1);
+    assert_string_equal(out, "from_mysql_home");
+    assert_int_equal(rowlock__optfile_get(NULL, 1, G, "evil_only", out, sizeof(out)), 0);
+}
+
 static void test_optfile__render_quotes_values_and_drops_superseded_keys(void **state)
 {
     static const char *const groups[] = { "client", G, NULL };
@@ -779,6 +858,11 @@ int main(void)
         cmocka_unit_test(test_optfile__a_pipe_is_read_once),
         cmocka_unit_test(test_optfile__files_over_1_mib_are_refused),
         cmocka_unit_test(test_optfile__render_quotes_values_and_drops_superseded_keys),
+        cmocka_unit_test(test_optfile__world_writable_explicit_file_is_refused),
+        cmocka_unit_test(test_optfile__world_writable_include_of_an_explicit_file_is_refused),
+        cmocka_unit_test(test_optfile__group_writable_file_of_another_user_is_refused),
+        cmocka_unit_test_setup_teardown(test_optfile__world_writable_home_my_cnf_is_skipped_not_fatal, save_env,
+                                        restore_saved_env),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

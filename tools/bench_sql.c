@@ -2,8 +2,64 @@
  * rowlock-bench: raw libmysqlclient helpers (the floors), round-trip counting, table maintenance.
  */
 #include "rowlock_bench.h"
+#include "rowlock_int.h"
+
+#include <sys/mman.h>
 
 /* ---- raw libmysqlclient helpers --------------------------------------------- */
+
+/* rowlock's own keys: not Connector/C's. */
+static int not_for_connector(const char *key, void *arg)
+{
+    (void)arg;
+    return strcmp(key, "table") == 0 || strcmp(key, "single-node") == 0;
+}
+
+/* Read the option files as the library does (src/optfile.c: the same files
+ * and groups; a file others can write is refused when named, skipped with a
+ * warning in the default search list) and give Connector/C what was read
+ * through a memfd, so it never reads the user's files itself. Returns the
+ * descriptor to close after connecting, -1 when no option files are read, or
+ * -2 on error (message in err). */
+static int raw_options(MYSQL *m, const rowlock_client_options *o, char *err, size_t cap)
+{
+    static const char *const groups[] = { "client", "client-server", "client-mariadb", "rowlock", NULL };
+    rowlock__opts files;
+    char path[64], *text;
+    size_t len = 0, off = 0;
+    int fd;
+    if (!o->defaults_file && !(o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))
+        return -1;
+    if (rowlock__opts_load(&files, o->defaults_file, 1, groups) != 0) {
+        setf(err, cap, "raw connect: %s", files.err);
+        return -2;
+    }
+    text = rowlock__opts_render(&files, not_for_connector, NULL, &len, err, cap);
+    rowlock__opts_free(&files);
+    if (text == NULL)
+        return -2;
+    fd = memfd_create("rowlock-bench-options", MFD_CLOEXEC);
+    while (fd >= 0 && off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    memset(text, 0, len);
+    free(text);
+    if (fd < 0 || off < len) {
+        setf(err, cap, "raw connect: cannot hand the option files to the MySQL library: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -2;
+    }
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, path);
+    mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, "rowlock");
+    return fd;
+}
 
 /* Open a raw connection configured exactly as the library configures its own. */
 MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap)
@@ -11,6 +67,7 @@ MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap)
     MYSQL *m = mysql_init(NULL);
     my_bool yes = 1, no = 0;
     unsigned int ct;
+    int ofd;
 
     if (m == NULL) {
         setf(err, cap, "raw connect: out of memory");
@@ -18,10 +75,11 @@ MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap)
     }
     ct = o->connect_timeout_ms ? (o->connect_timeout_ms + 999) / 1000 : 10;
     mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
-    if (o->defaults_file)
-        mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, o->defaults_file);
-    if (o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES))
-        mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, "rowlock");
+    ofd = raw_options(m, o, err, cap);
+    if (ofd == -2) {
+        mysql_close(m);
+        return NULL;
+    }
     mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     switch (o->tls_mode) {
     case ROWLOCK_TLS_DEFAULT:
@@ -46,8 +104,12 @@ MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap)
                             o->unix_socket, 0)) {
         setf(err, cap, "raw connect: %s (%u)", mysql_error(m), mysql_errno(m));
         mysql_close(m);
+        if (ofd >= 0)
+            close(ofd);
         return NULL;
     }
+    if (ofd >= 0)
+        close(ofd);
     return m;
 }
 

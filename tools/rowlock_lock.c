@@ -26,8 +26,10 @@
  *
  * The handle is "PID.SECRET" (the supervisor's pid, 128 random bits). The
  * supervisor listens on the abstract unix socket "rowlock-lock/<handle>"; it
- * answers only peers with its own uid (or root). Protocol: one request line
- * ("unlock" or "check"), one reply line "<exit code> <message>".
+ * answers only peers with its own uid (or root), and `unlock` believes only a
+ * peer (SO_PEERCRED) that is the handle's pid running as its own uid: any
+ * user can bind the name once the supervisor is gone. Protocol: one request
+ * line ("unlock" or "check"), one reply line "<exit code> <message>".
  */
 #include "rowlock_cli.h"
 
@@ -71,8 +73,9 @@ const char rl_usage_lock[] =
     "                               third of it\n"
     "  -E, --conflict-exit-code=N   exit status when the lock is not acquired (default 1)\n"
     "      --pid=PID                release when process PID exits (default: the parent\n"
-    "                               of rowlock, i.e. the shell; use --pid \"$$\" if rowlock\n"
-    "                               is not run directly by the script's shell)\n"
+    "                               of rowlock, i.e. the shell; a subshell that $(...) or\n"
+    "                               a pipeline makes counts as the shell it copies; use\n"
+    "                               --pid \"$$\" if rowlock is run by another program)\n"
     "      --verbose                the supervisor reports renewals and the release on stderr;\n"
     "                               on a conflict, name the holder; and the library's events\n"
     "                               (rowlock: LEVEL KIND: MESSAGE)\n"
@@ -97,9 +100,11 @@ const char rl_usage_unlock[] =
     "  --check      exit 0 if the lock is still held, 75 if it was lost\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Exit status: 0 released (--check: held); 1 no such lock supervisor (already\n"
-    "unlocked, or its shell exited); 64 usage error; 75 the lock was lost before\n"
-    "unlock (the commands since then ran without it).\n";
+    "Exit status: 0 released (--check: held); 1 no such lock supervisor of yours\n"
+    "(already unlocked, or its shell exited; another process or user answering on\n"
+    "the handle's socket is not believed); 64 usage error; 69 the supervisor did\n"
+    "not answer; 75 the lock was lost before unlock (the commands since then ran\n"
+    "without it).\n";
 
 /* run's options (the shared list, rowlock_cli.h) plus lock's own. */
 enum { LO_PID = 1, LO_JSON };
@@ -134,6 +139,21 @@ static int write_all(int fd, const char *s, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* write_all for a socket whose peer may be gone: EPIPE, never SIGPIPE. */
+static int send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -229,6 +249,95 @@ static void close_fds_except(int keep)
             (void)close(fd);
 }
 
+/* ---- which process to watch ---------------------------------------------------- */
+
+/* Read /proc/PID/WHAT (at most cap bytes); its length, or -1. */
+static ssize_t proc_read(pid_t pid, const char *what, char *buf, size_t cap)
+{
+    char path[64];
+    ssize_t n, r;
+    int fd;
+    snprintf(path, sizeof path, "/proc/%ld/%s", (long)pid, what);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    for (n = 0; (size_t)n < cap;) {
+        r = read(fd, buf + n, cap - (size_t)n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            n = -1;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += r;
+    }
+    (void)close(fd);
+    return (size_t)n == cap ? -1 : n; /* too long to compare: say "unknown" */
+}
+
+/* The parent of pid from /proc/PID/stat (after the command name in
+ * parentheses, which may hold anything), or -1. */
+static pid_t proc_parent(pid_t pid)
+{
+    char buf[1024], *p;
+    long pp;
+    ssize_t n = proc_read(pid, "stat", buf, sizeof buf - 1);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    if (p == NULL || sscanf(p + 1, " %*c %ld", &pp) != 1 || pp <= 0)
+        return -1;
+    return (pid_t)pp;
+}
+
+/* Is `pid` a copy of `parent` made by fork() without an exec: a subshell, as
+ * a shell makes for $(...), a pipeline's elements or ( ... )? Then its
+ * executable, argument list and initial environment are the parent's. A
+ * shell started from a shell is not: it was exec'd (bash and zsh also raise
+ * SHLVL in its environment). Unknown (no /proc, another user's process) is
+ * "no". */
+static int is_subshell_of(pid_t pid, pid_t parent)
+{
+    static char a[65536], b[65536];
+    static const char *const what[] = { "cmdline", "environ" };
+    char la[PATH_MAX], lb[PATH_MAX], pa[64], pb[64];
+    ssize_t na, nb;
+    size_t k;
+    snprintf(pa, sizeof pa, "/proc/%ld/exe", (long)pid);
+    snprintf(pb, sizeof pb, "/proc/%ld/exe", (long)parent);
+    na = readlink(pa, la, sizeof la);
+    nb = readlink(pb, lb, sizeof lb);
+    if (na <= 0 || na != nb || (size_t)na >= sizeof la || memcmp(la, lb, (size_t)na) != 0)
+        return 0;
+    for (k = 0; k < sizeof what / sizeof what[0]; k++) {
+        na = proc_read(pid, what[k], a, sizeof a);
+        nb = proc_read(parent, what[k], b, sizeof b);
+        if (na < 0 || na != nb || memcmp(a, b, (size_t)na) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The process whose exit ends the lock by default: our parent, or, when the
+ * parent is a subshell (eval "$(rowlock lock N 2>/dev/null)", "... | cat",
+ * "... 2>&1": bash then runs rowlock in a forked copy of the script's shell
+ * that exits as soon as rowlock does), the shell it is a copy of. Watching
+ * the subshell gave the lock up at once while lock reported success. */
+static pid_t default_watch(void)
+{
+    pid_t pid = getppid();
+    for (int depth = 0; depth < 16 && pid > 1; depth++) {
+        pid_t up = proc_parent(pid);
+        if (up <= 1 || !is_subshell_of(pid, up))
+            break;
+        pid = up;
+    }
+    return pid;
+}
+
 /* ---- parsing -------------------------------------------------------------- */
 
 static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
@@ -241,7 +350,7 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
     cli_opt_init(&p, PROG, "lock", argc, argv, 1);
     memset(la, 0, sizeof *la);
     rl_lock_opts_init(&o);
-    la->watch = getppid();
+    la->watch = 0; /* default_watch() unless --pid */
 
     while ((id = cli_next_opt(&p, lock_specs, cc, &val)) != CLI_OP_END) {
         unsigned long long u;
@@ -284,6 +393,8 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
                 PROG);
         return CLI_EX_USAGE;
     }
+    if (la->watch == 0)
+        la->watch = default_watch();
     if (la->watch <= 1) {
         fprintf(stderr, "%s: lock: the calling shell is gone (parent pid %ld); use --pid\n", PROG,
                 (long)la->watch);
@@ -376,7 +487,7 @@ static int serve(sup *s, int fd)
         return 0;
     }
     snprintf(reply, sizeof reply, "%d %s\n", code, msg);
-    (void)write_all(fd, reply, strlen(reply));
+    (void)send_all(fd, reply, strlen(reply));
     return end;
 }
 
@@ -865,6 +976,8 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
     size_t n = 0;
     ssize_t r;
     struct timeval tv = { 60, 0 };
+    struct ucred cr;
+    socklen_t crl = sizeof cr;
 
     (void)cc;
     cli_opt_init(&p, PROG, "unlock", argc, argv, 1);
@@ -907,9 +1020,26 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
             (void)close(fd);
         return CLI_EX_CONFLICT;
     }
+    /* The name is in the abstract namespace, which any local user can bind
+     * once our supervisor is gone (and read in /proc/net/unix): believe only
+     * the process the handle names, running as us. */
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) != 0) {
+        fprintf(stderr, "%s: unlock: cannot tell who answers for handle %ld....: %s\n", PROG, (long)spid,
+                strerror(errno));
+        (void)close(fd);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (cr.uid != geteuid() || cr.pid != spid) {
+        fprintf(stderr, "%s: unlock: no lock supervisor of yours for handle %ld....: its socket is answered by "
+                        "pid %ld of uid %ld (already unlocked, or the shell that locked it exited)\n",
+                PROG, (long)spid, (long)cr.pid, (long)cr.uid);
+        (void)close(fd);
+        return CLI_EX_CONFLICT;
+    }
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (write_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
-        fprintf(stderr, "%s: unlock: %s\n", PROG, strerror(errno));
+    if (send_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
+        fprintf(stderr, "%s: unlock: the lock supervisor (pid %ld) closed the connection: %s\n", PROG, (long)spid,
+                strerror(errno));
         (void)close(fd);
         return CLI_EX_UNAVAILABLE;
     }
