@@ -53,6 +53,12 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
  * otherwise); *out is NULL then. Returns 0 on success.
  */
 int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowlock_client **out);
+/* The same, for a command that waits for a lock (wait_ms as rowlock_acquire:
+ * 0 try once, ROWLOCK_WAIT_FOREVER): a transient connect failure
+ * (rowlock_client_transient) is retried with backoff until the wait is
+ * spent or SIGTERM/SIGINT/SIGHUP is pending; `verbose` says each retry. */
+int cli_conn_open_wait(cli_conn *cc, const char *prog, unsigned int extra_flags, int64_t wait_ms, int verbose,
+                       rowlock_client **out);
 
 void cli_conn_free(cli_conn *cc);
 

@@ -573,7 +573,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         cc->opts.read_timeout_ms = (unsigned int)io_ms;
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
-    rc = cli_conn_open(cc, PROG, 0, &s.c); /* may prompt on /dev/tty (--password) */
+    rc = cli_conn_open_wait(cc, PROG, 0, la->o.wait_ms, la->o.verbose, &s.c); /* may prompt on /dev/tty (--password) */
     if (rc != 0) {
         ex = rc;
         goto report;
@@ -608,7 +608,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         }
         t_try = cli_mono_us();
         rc = rowlock_acquire(s.l, slice, la->o.lease_ms);
-        if (rc != ROWLOCK_EBUSY)
+        /* Transient server states are waited out like a busy lock (as run). */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && la->o.wait_ms != 0 && rowlock_client_transient(s.c)))
             break;
         if ((sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) ||
                                         sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) ||

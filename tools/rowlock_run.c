@@ -673,7 +673,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
 
-    rc = cli_conn_open(cc, PROG, 0, &c);
+    rc = cli_conn_open_wait(cc, PROG, 0, ra.o.wait_ms, ra.o.verbose, &c);
     if (rc != 0) {
         ex = rc;
         goto out;
@@ -711,9 +711,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
         t_try = cli_mono_us();
         rc = rowlock_acquire(l, slice, ra.o.lease_ms);
-        /* A lost connection (a server restart) is waited out like a busy
-         * lock: the library reconnects with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_conn_lost(c)))
+        /* A transient server state (a restart, read-only, a connection
+         * limit: rowlock_client_transient) is waited out like a busy lock:
+         * the library retries with backoff within each slice. */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_transient(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
