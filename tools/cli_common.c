@@ -214,6 +214,29 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us)
     return buf;
 }
 
+void cli_print_exit_codes(FILE *f)
+{
+    fputs("Exit status:\n", f);
+#define CLI_EXIT_ROW_(name, value, text) fprintf(f, "  %-4d %s\n", value, text);
+    CLI_EXIT_MAP(CLI_EXIT_ROW_)
+#undef CLI_EXIT_ROW_
+}
+
+int cli_release_retrying(rowlock_lock *l, rowlock_client *c, int64_t budget_ms)
+{
+    int64_t end = cli_mono_us() + budget_ms * 1000, pause_us = 50000;
+    for (;;) {
+        int rc = rowlock_release(l);
+        if (rc != ROWLOCK_EDB || !rowlock_client_transient(c) || cli_mono_us() + pause_us >= end)
+            return rc;
+        struct timespec ts = { (time_t)(pause_us / 1000000), (long)(pause_us % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        pause_us = pause_us * 2 > 1000000 ? 1000000 : pause_us * 2;
+    }
+}
+
+/* Library error code -> exit code: the one mapping every command uses. */
 int cli_exit_for(int code)
 {
     if (code == ROWLOCK_EUNSUPPORTED)

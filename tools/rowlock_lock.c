@@ -82,10 +82,7 @@ const char rl_usage_lock[] =
     "The supervisor cannot stop the script's commands if the lock is lost (released\n"
     "by force, lease ended while the database was unreachable): it stops renewing\n"
     "and says so on stderr. Check with `rowlock unlock --check` before a step that\n"
-    "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n"
-    "\n"
-    "Exit status: 0 acquired; the conflict code (default 1) if not acquired with -n\n"
-    "or within -w; 64 usage error; 69 database unavailable or schema missing/outdated.\n";
+    "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n";
 
 const char rl_usage_unlock[] =
     "Usage: rowlock unlock [--check] [HANDLE]\n"
@@ -313,7 +310,7 @@ static void release_now(sup *s, int *code, char *msg, size_t cap)
         snprintf(msg, cap, "lock '%s' was lost before unlock: %s", s->shown, s->lost_msg);
         return;
     }
-    rc = rowlock_release(s->l);
+    rc = cli_release_retrying(s->l, s->c, s->la->o.lease_ms / 2); /* retried over a failover */
     if (rc == 0) {
         *code = 0;
         snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->token);

@@ -62,12 +62,7 @@ const char rl_usage_run[] =
     "ROWLOCK_OWNER in its environment. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
     "SIGUSR2 sent to rowlock are forwarded to COMMAND. If the lease cannot be renewed\n"
     "(lock lost or database unreachable), COMMAND gets SIGTERM before the lease ends,\n"
-    "SIGKILL 5 s later, and rowlock exits 75.\n"
-    "\n"
-    "Exit status: COMMAND's status; 128+N if COMMAND was killed by signal N; the\n"
-    "conflict code (default 1) if the lock was not acquired with -n or within -w;\n"
-    "64 usage error; 69 database unavailable or schema missing/outdated; 75 lease\n"
-    "lost while running; 126 COMMAND not executable; 127 COMMAND not found.\n";
+    "SIGKILL 5 s later, and rowlock exits 75.\n";
 
 
 /* run's options: the shared ones (rowlock_cli.h), plus flock(1)'s -o, -F
@@ -892,7 +887,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
 
 release:
     if (rowlock_lock_held(l) > 0) {
-        int r2 = rowlock_release(l);
+        /* A failover between grant and release loses the connection: the
+         * release reconnects and is tried again within the lease, and the
+         * warning below is only for a release that finally failed. */
+        int r2 = cli_release_retrying(l, c, ra.o.lease_ms / 2);
         if (r2 == ROWLOCK_ENOTOWNER) {
             cli_report(PROG, "the lock was lost before COMMAND ended", c, r2);
             ex = CLI_EX_TEMPFAIL;
