@@ -625,7 +625,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     }
     if (rc != 0) {
         cli_report(PROG, "cannot acquire the lock", s.c, rc);
-        ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+        ex = cli_exit_for(rc); /* the one mapping: 78 for EUNSUPPORTED, as run */
         goto report;
     }
     s.token = rowlock_lock_token(s.l);
