@@ -175,6 +175,7 @@ static void test_names__levels_and_kinds_come_from_their_lists(void **state)
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_ACQUIRED), "acquired");
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_HANDED_OVER), "handed-over");
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_KEEP_STATE), "keep-state");
+    assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_WAIT_RETRY), "wait-retry");
     assert_string_equal(rowlock_event_kind_name(999), "unknown");
 }
 
