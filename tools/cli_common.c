@@ -652,7 +652,9 @@ int cli_conn_open_wait(cli_conn *cc, const char *prog, unsigned int extra_flags,
     int64_t start = cli_mono_us(), pause_us = 50000;
     for (unsigned attempt = 1;; attempt++) {
         rc = rowlock_client_connect(c, &cc->opts);
-        if (rc != ROWLOCK_EDB || wait_ms == 0 || !rowlock_client_transient(c) || stop_pending())
+        /* Only a wait with a deadline: without -w (forever) a server that
+         * is down or a wrong host at start is reported at once, as before. */
+        if (rc != ROWLOCK_EDB || wait_ms <= 0 || !rowlock_client_transient(c) || stop_pending())
             break;
         int64_t now = cli_mono_us();
         if (wait_ms > 0 && now + pause_us >= start + wait_ms * 1000)

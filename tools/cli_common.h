@@ -77,7 +77,10 @@ int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowl
 /* The same, for a command that waits for a lock (wait_ms as rowlock_acquire:
  * 0 try once, ROWLOCK_WAIT_FOREVER): a transient connect failure
  * (rowlock_client_transient) is retried with backoff until the wait is
- * spent or SIGTERM/SIGINT/SIGHUP is pending; `verbose` says each retry. */
+ * spent or SIGTERM/SIGINT/SIGHUP is pending; `verbose` says each retry.
+ * Only a finite wait (> 0) retries the first connect: a forever wait
+ * reports a server that is down at start at once (once connected, its
+ * lock wait rides out transient states). */
 int cli_conn_open_wait(cli_conn *cc, const char *prog, unsigned int extra_flags, int64_t wait_ms, int verbose,
                        rowlock_client **out);
 
