@@ -104,6 +104,20 @@ root "SET GLOBAL max_connections = $MAXC"
 check $? "max_connections full for 3 s: a -w 30 waiter waits for a slot (exit $rc after ${took} ms, names 1040)" \
     "exit $rc" "$(head -n 5 "$W/mc.err")"
 
+# A holder's renewals ride out read-only (6 s lease, renewed every 2 s,
+# read-only for 1.5 s over the renewal at 2 s): COMMAND runs to its end,
+# exit 0. (Also so before issue 24: a regression guard for the keeper.)
+"${R[@]}" run -l 6 --verbose ro-holder sleep 5 >/dev/null 2>"$W/roh.err" &
+hp=$!
+sleep 1.5
+root "SET GLOBAL read_only = ON"
+sleep 1.5
+root "SET GLOBAL read_only = OFF"
+wait "$hp"; rc=$?
+((rc == 0)) && grep -q "renew-retry" "$W/roh.err"
+check $? "read_only=ON for 1.5 s under a holder with a 6 s lease: renewals retry, exit $rc" \
+    "$(grep -v ' renewed' "$W/roh.err" | head -n 6)"
+
 # A permanent condition still fails at once.
 sed 's/^password=.*/password=wrong-password/' "$CNF" >"$W/bad.cnf"
 t0=$(now_ms)
