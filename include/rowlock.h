@@ -292,6 +292,13 @@ ROWLOCK_EXTERN unsigned int rowlock_client_db_errno(const rowlock_client *c);
  *  waiting. 0 otherwise (also for NULL). The same classification the library
  *  uses itself; no round trip. */
 ROWLOCK_EXTERN int rowlock_client_conn_lost(const rowlock_client *c);
+/** 1 when the last error is transient: a server state that ends by itself
+ *  (read-only, max_connections reached, connection refused or lost, server
+ *  shutting down, Galera node not ready, lock wait timeout, deadlock), so a
+ *  caller with time left may try again; 0 for a permanent one (access
+ *  denied, unknown table, bad schema, ...) and for NULL. The library's own
+ *  table (the same one its waits use); no round trip. */
+ROWLOCK_EXTERN int rowlock_client_transient(const rowlock_client *c);
 /** The last SQLSTATE kept with ROWLOCK_EDB ("00000" if none). Borrowed. */
 ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c);
 /** This client's owner identity as stored in the lock table. Borrowed. */
@@ -745,6 +752,11 @@ typedef enum rowlock_log_level {
  *                         ended and taken, purged, or its session ended.
  *  KEEP_STATE      info/warn/error  The keeper's view of a kept lock changed
  *                         (keep_state: HELD again info, UNKNOWN warn, LOST error).
+ *  WAIT_RETRY      info   A waiting acquire met a transient server condition
+ *                         (db_errno: read-only, connection limit, restart,
+ *                         Galera node not ready, ...) and tries again after
+ *                         waited_us, until its wait ends; the message says
+ *                         what it waits for.
  */
 #define ROWLOCK_EVENT_KIND_MAP(X)                   \
     X(ACQUIRED, 1, "acquired")                      \
@@ -758,7 +770,8 @@ typedef enum rowlock_log_level {
     X(RECONNECTED, 9, "reconnected")                \
     X(RECONNECT_FAILED, 10, "reconnect-failed")     \
     X(LOST, 11, "lost")                             \
-    X(KEEP_STATE, 12, "keep-state")
+    X(KEEP_STATE, 12, "keep-state")                \
+    X(WAIT_RETRY, 13, "wait-retry")
 
 typedef enum rowlock_event_kind {
 #define ROWLOCK_EVENT_KIND_ENUM_(name, value, str) ROWLOCK_EVENT_##name = value,

@@ -378,6 +378,11 @@ ROWLOCK_EXTERN int rowlock_client_conn_lost(const rowlock_client *c)
     return c != NULL && c->db_errno != 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN;
 }
 
+ROWLOCK_EXTERN int rowlock_client_transient(const rowlock_client *c)
+{
+    return c != NULL && rowlock__db_transient(c->db_errno) != NULL;
+}
+
 ROWLOCK_EXTERN const char *rowlock_client_sqlstate(const rowlock_client *c)
 {
     return c ? c->sqlstate : "00000";

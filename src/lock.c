@@ -209,8 +209,11 @@ static int adopt_leftover(rowlock_lock *l, int64_t lease_ms, int *adopted)
 
 /*
  * The strategy's acquire, started again when the client's own connection was
- * lost and the caller's wait has time left: a server restart or a network
- * blip then costs the waiter its place in the queue, not its wait. The next
+ * lost, or the server refused it for a while (any error the table in error.c
+ * calls transient: read-only, connection limit, Galera node not ready,
+ * shutdown), and the caller's wait has time left: a server restart, a
+ * switchover or a network blip then costs the waiter its place in the
+ * queue, not its wait (WAIT_RETRY events say what it waits for). The next
  * statement reconnects (db.c). Only while this handle holds nothing: a lost
  * session held no for-update lock. A claim that committed just before the
  * connection died is adopted, not re-entered (adopt_leftover above). Wrapped
@@ -236,11 +239,17 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
             rc = rowlock__mode_acquire(l, left, lease_ms);
         if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
             l->claim_uncertain = 1;
-        if (rc != ROWLOCK_EDB || wait_ms == 0 || !c->owns_mysql || l->held > 0 ||
-            rowlock__db_classify(c->db_errno) != ROWLOCK__DB_CONN)
+        /* The one table (error.c) says which errors end by themselves. */
+        const char *waits_for = rc == ROWLOCK_EDB ? rowlock__db_transient(c->db_errno) : NULL;
+        if (waits_for == NULL || wait_ms == 0 || l->held > 0 ||
+            (!c->owns_mysql && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN))
             return rc;
         int64_t pause = rowlock__backoff_us(attempt < 16 ? attempt : 16, RECONNECT_BASE_US, RECONNECT_CAP_US,
                                             rowlock__rand32(&c->rng));
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, WAIT_RETRY,
+                          RL_EVX(.code = rc, .db_errno = c->db_errno, .waited_us = pause, .attempt = attempt + 1),
+                          "%s (%s): waiting for %s; try %u again in %.3f s", l->shown, l->ops->name, waits_for,
+                          attempt + 1, (double)pause / 1e6);
         if (wait_ms > 0) {
             int64_t remaining = wait_ms * 1000 - (rowlock__now_us() - start);
             if (remaining <= pause) {

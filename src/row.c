@@ -5,6 +5,7 @@
  */
 #include "rowlock_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char SQL_ROW[] = "/* rowlock:row-read */ SELECT " ROWLOCK__ROW_COLUMNS " FROM `{{table}}` WHERE name = ?";
@@ -159,15 +160,22 @@ int rowlock__explain_lost(rowlock_lock *l, const char *what)
     int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);
     if (rc)
         return rc;
-    const char *why;
-    if (!info.exists)
-        why = "its row was purged (lease ended long ago)";
-    else if (info.token != l->token && info.owner[0])
-        why = "another owner took it after the lease ended";
-    else if (info.token != l->token || !info.owner[0] || strcmp(info.owner, l->client->owner) != 0)
-        why = "it was released (by an administrator or after the lease ended)";
-    else
-        why = "its lease had already ended";
+    /* Say only what the row shows: whether the lease had ended is not
+     * known here (an administrator may have deleted or taken the row of a
+     * live lease). */
+    char why[4 * ROWLOCK_OWNER_MAX + 96];
+    if (!info.exists) {
+        snprintf(why, sizeof why, "its row is gone (deleted, or purged by the reaper)");
+    } else if (info.token != l->token && info.owner[0]) {
+        char owner[4 * ROWLOCK_OWNER_MAX + 8]; /* written by another client: escaped */
+        rowlock_escape(owner, sizeof owner, info.owner, strlen(info.owner));
+        snprintf(why, sizeof why, "the row has another owner now (%s, token %llu)", owner,
+                 (unsigned long long)info.token);
+    } else if (info.token != l->token || !info.owner[0] || strcmp(info.owner, l->client->owner) != 0) {
+        snprintf(why, sizeof why, "the row has no owner now (it was released)");
+    } else {
+        snprintf(why, sizeof why, "its lease had already ended");
+    }
     return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "%s %s (%s): not the owner any more: %s", what, l->shown,
                          l->ops->name, why);
 }

@@ -83,9 +83,14 @@ typedef enum rowlock__dbclass {
     ROWLOCK__DB_BUSY,      /* lock wait timeout, deadlock, statement timeout: held by someone */
     ROWLOCK__DB_SCHEMA,    /* table/sequence/column missing */
     ROWLOCK__DB_CONN,      /* connection lost or refused: the session (and its locks) is gone */
-    ROWLOCK__DB_DUP        /* duplicate key */
+    ROWLOCK__DB_DUP,       /* duplicate key */
+    ROWLOCK__DB_REFUSED    /* the server refuses the statement for now (read-only); the session is fine */
 } rowlock__dbclass;
 rowlock__dbclass rowlock__db_classify(unsigned int mysql_errno);
+/* What a waiter waits for when `mysql_errno` is transient (a server state
+ * that ends by itself: read-only, connection limit, restart, Galera node
+ * not ready, lock wait timeout, deadlock); NULL when it is permanent. */
+const char *rowlock__db_transient(unsigned int mysql_errno);
 
 /* Set the client's message (printf-style); returns `code`. */
 int rowlock__fail(struct rowlock_client *c, int code, const char *fmt, ...)

@@ -188,6 +188,90 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
     return rc;
 }
 
+/*
+ * What each recorded version promises exists (sql/000N_*.sql): a version
+ * row alone proves nothing once an operator dropped a table. Checked by
+ * every migrate (also when nothing is pending) and by a dry run.
+ */
+typedef enum { P_OBJECT, P_COLUMN, P_FLOOR_ROW } promise_kind;
+static const struct promise {
+    int version;
+    promise_kind kind;
+    const char *suffix; /* appended to the lock table's name */
+    const char *arg;    /* P_OBJECT: TABLE_TYPE (LIKE); P_COLUMN: the column */
+    const char *shown;  /* what it is, before its name */
+} promises[] = {
+    { 1, P_OBJECT, "", "BASE TABLE", "lock table" },
+    { 1, P_OBJECT, "_token", "SEQUENCE", "sequence" },
+    { 2, P_OBJECT, "_queue", "%", "waiter queue" },
+    { 3, P_COLUMN, "", "gen", "column" },
+    { 3, P_COLUMN, "", "lease_us", "column" },
+    { 3, P_COLUMN, "", "next_owner", "column" },
+    { 3, P_COLUMN, "", "next_age", "column" },
+    { 3, P_OBJECT, "_floor", "BASE TABLE", "token floor table" },
+    { 3, P_FLOOR_ROW, "_floor", NULL, "token floor row (id 1) of" },
+    { 4, P_COLUMN, "", "permits", "column" },
+    { 4, P_OBJECT, "_hold", "BASE TABLE", "holders table" },
+};
+static const char SQL_HAS_OBJECT[] =
+    "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+    "AND TABLE_NAME = ? AND TABLE_TYPE LIKE ?";
+static const char SQL_HAS_COLUMN[] =
+    "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+    "AND TABLE_NAME = ? AND COLUMN_NAME = ?";
+static const char SQL_HAS_FLOOR_ROW[] = "/* rowlock:schema-audit */ SELECT COUNT(*) FROM `{{table}}_floor` WHERE id = 1";
+/* A recreated floor starts at the highest token the lock table still shows. */
+static const char SQL_RAISE_FLOOR[] =
+    "/* rowlock:schema-repair */ UPDATE `{{table}}_floor` SET token = GREATEST(token, "
+    "(SELECT IFNULL(MAX(token), 0) FROM `{{table}}`)) WHERE id = 1";
+
+/* List into `out` what `version` promises and is missing; 0 with *n_missing. */
+static int audit(rowlock_client *c, int version, char *out, size_t cap, int *n_missing, int *floor_missing)
+{
+    size_t o = 0;
+    int object_missing = 0;
+    *n_missing = 0;
+    *floor_missing = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof promises / sizeof promises[0]; i++) {
+        const struct promise *p = &promises[i];
+        if (p->version > version)
+            continue;
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", c->table, p->suffix);
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        int rc;
+        if (p->kind == P_FLOOR_ROW) {
+            if (object_missing & 1)
+                continue; /* its table is already missing */
+            rc = rowlock__db_exec(c, "migrate: check", SQL_HAS_FLOOR_ROW, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+        } else {
+            rowlock__param pp[2] = { RL_STR(name, strlen(name)), RL_STR(p->arg, strlen(p->arg)) };
+            rc = rowlock__db_exec(c, "migrate: check", p->kind == P_OBJECT ? SQL_HAS_OBJECT : SQL_HAS_COLUMN, 0, pp,
+                                  2, &col, 1, NULL, NULL, NULL);
+        }
+        if (rc)
+            return rc;
+        if (!col.is_null && col.i > 0)
+            continue;
+        if (p->kind == P_OBJECT && strcmp(p->suffix, "_floor") == 0)
+            object_missing |= 1;
+        if (strcmp(p->suffix, "_floor") == 0)
+            *floor_missing = 1;
+        if (p->kind == P_COLUMN && *n_missing > 0 && strstr(out, "lock table `") == out)
+            continue; /* the lock table itself is missing: its columns are too */
+        char what[160];
+        if (p->kind == P_COLUMN)
+            snprintf(what, sizeof what, "%s `%s`.%s", p->shown, c->table, p->arg);
+        else
+            snprintf(what, sizeof what, "%s `%s`", p->shown, name);
+        if (o < cap)
+            o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? ", " : "", what);
+        ++*n_missing;
+    }
+    return 0;
+}
+
 ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *from, int *to)
 {
     if (c == NULL)
@@ -201,7 +285,18 @@ ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *f
             *from = found;
         if (to)
             *to = found > rowlock__migration_count ? found : rowlock__migration_count;
-        return found > rowlock__migration_count ? rowlock__schema_check(c) : 0;
+        if (found > rowlock__migration_count)
+            return rowlock__schema_check(c);
+        char missing[ROWLOCK__ERRMSG_MAX / 2];
+        int n = 0, floor_missing = 0;
+        if ((rc = audit(c, found, missing, sizeof missing, &n, &floor_missing)))
+            return rc;
+        if (n > 0)
+            return rowlock__fail(c, ROWLOCK_EDB,
+                                 "migrate: schema version %d is recorded but %s %s missing: run `rowlock migrate` to "
+                                 "recreate it",
+                                 found, missing, n > 1 ? "are" : "is");
+        return 0;
     }
 
     char lockname[96];
@@ -233,6 +328,41 @@ ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *f
         if ((rc = rowlock__db_exec(c, "migrate: record version", SQL_SET_VERSION, 0, pv, 2, NULL, 0, NULL, NULL, NULL)))
             goto out;
         found = m->number;
+    }
+    {
+        /* What the recorded version promises must exist: an operator may
+         * have dropped a table after the version was recorded. The files
+         * are idempotent (IF NOT EXISTS, INSERT IGNORE), so running them
+         * again recreates what is missing and leaves the rest alone. */
+        char missing[ROWLOCK__ERRMSG_MAX / 2];
+        int n = 0, floor_missing = 0;
+        if ((rc = audit(c, found, missing, sizeof missing, &n, &floor_missing)))
+            goto out;
+        if (n > 0) {
+            if ((rc = read_traits(c, &traits)))
+                goto out;
+            for (int i = 0; i < found && i < rowlock__migration_count; i++)
+                if ((rc = apply_file(c, &rowlock__migrations[i], &traits)))
+                    goto out;
+            if (floor_missing &&
+                (rc = rowlock__db_exec(c, "migrate: raise floor", SQL_RAISE_FLOOR, 0, NULL, 0, NULL, 0, NULL, NULL,
+                                       NULL)))
+                goto out;
+            char still[ROWLOCK__ERRMSG_MAX / 2];
+            int n2 = 0;
+            if ((rc = audit(c, found, still, sizeof still, &n2, &floor_missing)))
+                goto out;
+            if (n2 > 0) {
+                rc = rowlock__fail(c, ROWLOCK_EDB,
+                                   "migrate: schema version %d is recorded but %s could not be recreated: drop what "
+                                   "is left of the lock table's objects, run `DELETE FROM rowlock_schema WHERE "
+                                   "lock_table = '%s'` and `rowlock migrate` again",
+                                   found, still, c->table);
+                goto out;
+            }
+            /* Success, with a note for the caller (rowlock_client_errmsg). */
+            rowlock__fail(c, 0, "repaired: recreated %s", missing);
+        }
     }
 out:
     if (to)

@@ -71,3 +71,14 @@ if(TARGET tool_rowlock)
   rowlock_db_test(cli_flock TIMEOUT 300)
   set_property(TEST cli_flock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
+# Issue 24 items 3-5 (tests/test_cli_ops.sh), on a private server (it sets
+# read_only and max_connections and drops tables): transient server states
+# are waited out, migrate repairs dropped objects, one table of exit codes.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_ops COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_ops.sh)
+  set_tests_properties(cli_ops PROPERTIES
+    LABELS "db"
+    ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT}"
+    RESOURCE_LOCK rowlock_private_server
+    TIMEOUT 300)
+endif()

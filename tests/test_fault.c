@@ -12,6 +12,7 @@
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "rowlock_int.h"
@@ -453,6 +454,82 @@ static void test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_c
 
 /* ---- release ------------------------------------------------------------------------ */
 
+/* ---- transient server states (issue 24 item 3) ------------------------------------ */
+
+typedef struct clear_later {
+    rowlock_client *c;
+    int64_t after_ms;
+} clear_later;
+
+static void *clear_after(void *arg)
+{
+    clear_later *cl = arg;
+    rowlock__sleep_us(cl->after_ms * 1000);
+    rowlock__fault_clear(cl->c);
+    return NULL;
+}
+
+/* Every transient condition of the table in error.c (read-only, connection
+ * limits, Galera node not ready, shutdown, connect refused, connection lost,
+ * lock wait timeout, deadlock) is waited out by an acquire with a deadline:
+ * each claim fails with it for 1.2 s, then the server "recovers" and the
+ * acquire is granted. A permanent one (access denied, unknown table) fails
+ * at once though the wait has 5 s left. */
+static void test_acquire__a_wait_outlasts_every_transient_server_state(void **state)
+{
+    (void)state;
+    const unsigned transient[] = { 1290, 1040, 1203, 1047, 1053, 2003, 2013, 1205, 1213 };
+    for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++) {
+        rowlock_client *c = C();
+        char name[32];
+        snprintf(name, sizeof name, "acq-transient-%u", transient[i]);
+        rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+        arm_error(c, "claim", 0, transient[i]);
+        clear_later cl = { c, 1200 };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, clear_after, &cl), 0);
+        int64_t t0 = rowlock__now_us();
+        int rc = rowlock_acquire(l, 10000, 0);
+        int64_t took_ms = (rowlock__now_us() - t0) / 1000;
+        pthread_join(th, NULL);
+        if (rc != 0)
+            fail_msg("error %u: acquire returned %s after %lld ms: %s", transient[i], rowlock_error_name(rc),
+                     (long long)took_ms, rowlock_client_errmsg(c));
+        assert_true(took_ms >= 1100);
+        assert_true(row_held(name));
+        assert_rc(rowlock_release(l), 0, c);
+    }
+    const unsigned permanent[] = { 1045, 1146, 1142 };
+    for (size_t i = 0; i < sizeof permanent / sizeof permanent[0]; i++) {
+        rowlock_client *c = C();
+        char name[32];
+        snprintf(name, sizeof name, "acq-permanent-%u", permanent[i]);
+        rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+        arm_error(c, "claim", 0, permanent[i]);
+        int64_t t0 = rowlock__now_us();
+        int rc = rowlock_acquire(l, 5000, 0);
+        int64_t took_ms = (rowlock__now_us() - t0) / 1000;
+        rowlock__fault_clear(c);
+        assert_int_not_equal(rc, 0);
+        assert_int_equal(rowlock_client_transient(c), 0);
+        if (took_ms > 1000)
+            fail_msg("permanent error %u waited %lld ms", permanent[i], (long long)took_ms);
+    }
+}
+
+/* The CLI-facing classification: the same table. */
+static void test_acquire__transient_errors_are_reported_as_transient(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-transient-flag", ROWLOCK_STRATEGY_INSERT);
+    arm_error(c, "claim", 0, 1290);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_client_transient(c), 1);
+    assert_int_equal(rowlock_client_conn_lost(c), 0);
+    rowlock__fault_clear(c);
+}
+
 static void test_release__one_lock_wait_timeout_is_retried(void **state)
 {
     (void)state;
@@ -712,6 +789,8 @@ int main(int argc, char **argv)
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
     FT(test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen),
     FT(test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over),
+        FT(test_acquire__a_wait_outlasts_every_transient_server_state),
+        FT(test_acquire__transient_errors_are_reported_as_transient),
         FT(test_release__one_lock_wait_timeout_is_retried),
         FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
         FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),

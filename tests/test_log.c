@@ -175,6 +175,7 @@ static void test_names__levels_and_kinds_come_from_their_lists(void **state)
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_ACQUIRED), "acquired");
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_HANDED_OVER), "handed-over");
     assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_KEEP_STATE), "keep-state");
+    assert_string_equal(rowlock_event_kind_name(ROWLOCK_EVENT_WAIT_RETRY), "wait-retry");
     assert_string_equal(rowlock_event_kind_name(999), "unknown");
 }
 
@@ -386,7 +387,8 @@ static void test_reconnect__a_lost_connection_in_a_wait_is_reported_and_survived
     assert_rc(rowlock_client_set_log(c, ROWLOCK_LOG_INFO, on_log, r), 0, c);
     assert_int_equal(rowlock__fault_set(c, "claim", 1, ROWLOCK__FAULT_ERROR, 2013), 0);
     assert_rc(rowlock_acquire(l, 5000, TU_LEASE_LONG), 0, c);
-    expect_kinds(r, "disconnected,reconnected,acquired");
+    /* wait-retry: the wait says what it waits for (issue 24 item 3) */
+    expect_kinds(r, "disconnected,reconnected,wait-retry,acquired");
     assert_int_equal(r->ev[0].level, ROWLOCK_LOG_WARN);
     assert_int_equal(r->ev[0].db_errno, 2013);
     assert_string_equal(r->ev[0].name, "");

@@ -258,6 +258,31 @@ static void test_conn_lost__follows_db_classify(void **state)
     rowlock_client_free(c);
 }
 
+/* rowlock_client_transient(): the one table in error.c (issue 24 item 3). */
+static void test_transient__follows_the_error_table(void **state)
+{
+    (void)state;
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    assert_int_equal(rowlock_client_transient(NULL), 0);
+    assert_int_equal(rowlock_client_transient(c), 0); /* no error */
+    static const unsigned transient[] = { 1290, 1040, 1203, 1047, 1053, 2002, 2003, 2006, 2013, 1205, 1213 };
+    for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++) {
+        c->db_errno = transient[i];
+        if (rowlock_client_transient(c) != 1 || rowlock__db_transient(transient[i]) == NULL)
+            fail_msg("error %u should be transient", transient[i]);
+    }
+    static const unsigned permanent[] = { 1045, 1044, 1142, 1146, 1054, 4091, 1062, 1064 };
+    for (size_t i = 0; i < sizeof permanent / sizeof permanent[0]; i++) {
+        c->db_errno = permanent[i];
+        if (rowlock_client_transient(c) != 0)
+            fail_msg("error %u should be permanent", permanent[i]);
+    }
+    assert_int_equal(rowlock__db_classify(1290), ROWLOCK__DB_REFUSED);
+    assert_int_equal(rowlock__db_classify(1040), ROWLOCK__DB_CONN);
+    rowlock_client_free(c);
+}
+
 static void test_db_classify__maps_server_errors(void **state)
 {
     (void)state;
@@ -625,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_utf8__refuses_invalid_sequences),
         cmocka_unit_test(test_db_classify__maps_server_errors),
         cmocka_unit_test(test_conn_lost__follows_db_classify),
+        cmocka_unit_test(test_transient__follows_the_error_table),
         cmocka_unit_test(test_host_list__entries_ports_and_ipv6),
         cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
         cmocka_unit_test(test_table_name_check__refuses_everything_else),

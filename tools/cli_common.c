@@ -214,6 +214,29 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us)
     return buf;
 }
 
+void cli_print_exit_codes(FILE *f)
+{
+    fputs("Exit status:\n", f);
+#define CLI_EXIT_ROW_(name, value, text) fprintf(f, "  %-4d %s\n", value, text);
+    CLI_EXIT_MAP(CLI_EXIT_ROW_)
+#undef CLI_EXIT_ROW_
+}
+
+int cli_release_retrying(rowlock_lock *l, rowlock_client *c, int64_t budget_ms)
+{
+    int64_t end = cli_mono_us() + budget_ms * 1000, pause_us = 50000;
+    for (;;) {
+        int rc = rowlock_release(l);
+        if (rc != ROWLOCK_EDB || !rowlock_client_transient(c) || cli_mono_us() + pause_us >= end)
+            return rc;
+        struct timespec ts = { (time_t)(pause_us / 1000000), (long)(pause_us % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        pause_us = pause_us * 2 > 1000000 ? 1000000 : pause_us * 2;
+    }
+}
+
+/* Library error code -> exit code: the one mapping every command uses. */
 int cli_exit_for(int code)
 {
     if (code == ROWLOCK_EUNSUPPORTED)
@@ -556,6 +579,20 @@ static char *prompt_password(const char *prog)
 
 int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowlock_client **out)
 {
+    return cli_conn_open_wait(cc, prog, extra_flags, 0, 0, out);
+}
+
+/* A signal that asks us to stop is pending (they are blocked while waiting). */
+static int stop_pending(void)
+{
+    sigset_t pend;
+    return sigpending(&pend) == 0 &&
+           (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP));
+}
+
+int cli_conn_open_wait(cli_conn *cc, const char *prog, unsigned int extra_flags, int64_t wait_ms, int verbose,
+                       rowlock_client **out)
+{
     rowlock_client *c = NULL;
     int rc;
 
@@ -609,7 +646,27 @@ int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowl
                 rowlock_error_name(rc));
         return CLI_EX_UNAVAILABLE;
     }
-    rc = rowlock_client_connect(c, &cc->opts);
+    /* A transient refusal (max_connections reached, server restarting,
+     * Galera node not ready: the library's table says which) is waited out
+     * with backoff while the caller's wait lasts, as the lock wait itself. */
+    int64_t start = cli_mono_us(), pause_us = 50000;
+    for (unsigned attempt = 1;; attempt++) {
+        rc = rowlock_client_connect(c, &cc->opts);
+        /* Only a wait with a deadline: without -w (forever) a server that
+         * is down or a wrong host at start is reported at once, as before. */
+        if (rc != ROWLOCK_EDB || wait_ms <= 0 || !rowlock_client_transient(c) || stop_pending())
+            break;
+        int64_t now = cli_mono_us();
+        if (wait_ms > 0 && now + pause_us >= start + wait_ms * 1000)
+            break;
+        if (verbose)
+            fprintf(stderr, "%s: waiting for the server (try %u, again in %.3f s): %s\n", prog, attempt,
+                    (double)pause_us / 1e6, rowlock_client_errmsg(c));
+        struct timespec ts = { (time_t)(pause_us / 1000000), (long)(pause_us % 1000000) * 1000 };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        pause_us = pause_us * 2 > 2000000 ? 2000000 : pause_us * 2;
+    }
     if (rc != 0) {
         const char *what = rc == ROWLOCK_ESCHEMA  ? "lock table schema missing or outdated"
                            : rc == ROWLOCK_EINVALID ? "bad connection options"

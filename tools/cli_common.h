@@ -12,17 +12,38 @@
 
 #include "rowlock.h"
 
-/* sysexits-style exit codes used by the tools (see README). */
+/*
+ * THE table of exit codes (sysexits-style), one row per code: the enum, the
+ * value, and what it means. Every command maps library errors through
+ * cli_exit_for() into it; `rowlock --help`, `run --help` and `lock --help`
+ * print it (cli_print_exit_codes), and docs/cli.md lists the same rows.
+ */
+#define CLI_EXIT_MAP(X)                                                                                         \
+    X(CLI_EX_OK, 0, "success (run: COMMAND's own status; 128+N if COMMAND was killed by signal N)")             \
+    X(CLI_EX_CONFLICT, 1, "not acquired with -n or within -w (the conflict code, -E; status: not held)")       \
+    X(CLI_EX_USAGE, 64, "usage error: bad option or argument, unreadable defaults file")                       \
+    X(CLI_EX_UNAVAILABLE, 69, "database unavailable (a transient state outlasted -w, or a permanent error: "   \
+                              "access denied), or the schema is missing/outdated")                             \
+    X(CLI_EX_TEMPFAIL, 75, "the lock was lost while held (lease not renewed in time, released by force, "     \
+                           "row deleted, session ended); COMMAND was stopped")                                 \
+    X(CLI_EX_CONFIG, 78, "not supported here: shared locks or semaphores on a Galera cluster, for-update on " \
+                         "a cluster node, shared mode with optimistic")                                        \
+    X(CLI_EX_NOEXEC, 126, "run: COMMAND not executable")                                                       \
+    X(CLI_EX_NOTFOUND, 127, "run: COMMAND not found")
+
 enum {
-    CLI_EX_OK = 0,
-    CLI_EX_CONFLICT = 1,     /* default conflict code for run; "not held" for status */
-    CLI_EX_USAGE = 64,
-    CLI_EX_UNAVAILABLE = 69, /* database unavailable or schema missing/outdated */
-    CLI_EX_TEMPFAIL = 75,    /* lease lost while running */
-    CLI_EX_CONFIG = 78,      /* not supported here (e.g. for-update on a Galera node) */
-    CLI_EX_NOEXEC = 126,
-    CLI_EX_NOTFOUND = 127
+#define CLI_EXIT_ENUM_(name, value, text) name = value,
+    CLI_EXIT_MAP(CLI_EXIT_ENUM_)
+#undef CLI_EXIT_ENUM_
 };
+
+/* rowlock_release(), tried again with backoff for at most budget_ms while
+ * it fails transiently (a failover: the next call reconnects), so a caller
+ * warns only when the release finally failed. */
+int cli_release_retrying(rowlock_lock *l, rowlock_client *c, int64_t budget_ms);
+
+/* Print the table above, one "  NNN  meaning" line per code. */
+void cli_print_exit_codes(FILE *f);
 
 typedef struct cli_conn {
     rowlock_client_options opts; /* strings point into argv or into owned buffers below */
@@ -53,6 +74,15 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
  * otherwise); *out is NULL then. Returns 0 on success.
  */
 int cli_conn_open(cli_conn *cc, const char *prog, unsigned int extra_flags, rowlock_client **out);
+/* The same, for a command that waits for a lock (wait_ms as rowlock_acquire:
+ * 0 try once, ROWLOCK_WAIT_FOREVER): a transient connect failure
+ * (rowlock_client_transient) is retried with backoff until the wait is
+ * spent or SIGTERM/SIGINT/SIGHUP is pending; `verbose` says each retry.
+ * Only a finite wait (> 0) retries the first connect: a forever wait
+ * reports a server that is down at start at once (once connected, its
+ * lock wait rides out transient states). */
+int cli_conn_open_wait(cli_conn *cc, const char *prog, unsigned int extra_flags, int64_t wait_ms, int verbose,
+                       rowlock_client **out);
 
 void cli_conn_free(cli_conn *cc);
 

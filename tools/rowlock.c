@@ -35,11 +35,6 @@ static const char usage_main[] =
     "  -V, --version    show the version\n"
     "\n";
 
-static const char usage_exit[] =
-    "Exit status: 0 ok; 1 conflict / not held; 64 usage error; 69 database unavailable\n"
-    "or schema missing/outdated; 75 lease lost while running; 126 COMMAND not\n"
-    "executable; 127 COMMAND not found; 128+N COMMAND killed by signal N.\n";
-
 /* The commands: adding one means a file with its function and usage text,
  * and one line here. */
 static const struct command {
@@ -65,12 +60,16 @@ static void print_main_help(void)
     fputs(usage_main, stdout);
     fputs(cli_conn_help, stdout);
     fputc('\n', stdout);
-    fputs(usage_exit, stdout);
+    cli_print_exit_codes(stdout);
 }
 
 void rl_print_cmd_help(const char *usage)
 {
     fputs(usage, stdout);
+    if (usage == rl_usage_run || usage == rl_usage_lock) { /* the lock-taking commands: every code applies */
+        fputc('\n', stdout);
+        cli_print_exit_codes(stdout);
+    }
     fputc('\n', stdout);
     fputs(cli_conn_help, stdout);
 }

@@ -421,6 +421,8 @@ int rl_cmd_migrate(cli_conn *cc, int argc, char **argv)
                    sa.dry_run ? "true" : "false");
         } else {
             printf("schema version: %d -> %d%s\n", from, to, sa.dry_run ? " (dry run)" : "");
+            if (!sa.dry_run && strncmp(rowlock_client_errmsg(c), "repaired:", 9) == 0)
+                printf("%s\n", rowlock_client_errmsg(c));
         }
         ex = cli_finish_stdout(PROG, 0);
     }

@@ -85,10 +85,7 @@ const char rl_usage_lock[] =
     "The supervisor cannot stop the script's commands if the lock is lost (released\n"
     "by force, lease ended while the database was unreachable): it stops renewing\n"
     "and says so on stderr. Check with `rowlock unlock --check` before a step that\n"
-    "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n"
-    "\n"
-    "Exit status: 0 acquired; the conflict code (default 1) if not acquired with -n\n"
-    "or within -w; 64 usage error; 69 database unavailable or schema missing/outdated.\n";
+    "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n";
 
 const char rl_usage_unlock[] =
     "Usage: rowlock unlock [--check] [HANDLE]\n"
@@ -424,7 +421,7 @@ static void release_now(sup *s, int *code, char *msg, size_t cap)
         snprintf(msg, cap, "lock '%s' was lost before unlock: %s", s->shown, s->lost_msg);
         return;
     }
-    rc = rowlock_release(s->l);
+    rc = cli_release_retrying(s->l, s->c, s->la->o.lease_ms / 2); /* retried over a failover */
     if (rc == 0) {
         *code = 0;
         snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->token);
@@ -684,7 +681,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         cc->opts.read_timeout_ms = (unsigned int)io_ms;
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
-    rc = cli_conn_open(cc, PROG, 0, &s.c); /* may prompt on /dev/tty (--password) */
+    rc = cli_conn_open_wait(cc, PROG, 0, la->o.wait_ms, la->o.verbose, &s.c); /* may prompt on /dev/tty (--password) */
     if (rc != 0) {
         ex = rc;
         goto report;
@@ -719,7 +716,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         }
         t_try = cli_mono_us();
         rc = rowlock_acquire(s.l, slice, la->o.lease_ms);
-        if (rc != ROWLOCK_EBUSY)
+        /* Transient server states are waited out like a busy lock (as run). */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && la->o.wait_ms != 0 && rowlock_client_transient(s.c)))
             break;
         if ((sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) ||
                                         sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) ||
@@ -738,7 +736,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     }
     if (rc != 0) {
         cli_report(PROG, "cannot acquire the lock", s.c, rc);
-        ex = rc == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+        ex = cli_exit_for(rc); /* the one mapping: 78 for EUNSUPPORTED, as run */
         goto report;
     }
     s.token = rowlock_lock_token(s.l);

@@ -67,12 +67,7 @@ const char rl_usage_run[] =
     "ROWLOCK_OWNER in its environment. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
     "SIGUSR2 sent to rowlock are forwarded to COMMAND. If the lease cannot be renewed\n"
     "(lock lost or database unreachable), COMMAND gets SIGTERM, SIGKILL --kill-after\n"
-    "seconds later, and is gone before the lease could end; rowlock exits 75.\n"
-    "\n"
-    "Exit status: COMMAND's status; 128+N if COMMAND was killed by signal N; the\n"
-    "conflict code (default 1) if the lock was not acquired with -n or within -w;\n"
-    "64 usage error; 69 database unavailable or schema missing/outdated; 75 lease\n"
-    "lost while running; 126 COMMAND not executable; 127 COMMAND not found.\n";
+    "seconds later, and is gone before the lease could end; rowlock exits 75.\n";
 
 
 /* run's options: the shared ones (rowlock_cli.h), plus flock(1)'s -o, -F
@@ -917,7 +912,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
 
-    rc = cli_conn_open(cc, PROG, 0, &c);
+    rc = cli_conn_open_wait(cc, PROG, 0, ra.o.wait_ms, ra.o.verbose, &c);
     if (rc != 0) {
         ex = rc;
         goto out;
@@ -955,9 +950,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         }
         t_try = cli_mono_us();
         rc = rowlock_acquire(l, slice, ra.o.lease_ms);
-        /* A lost connection (a server restart) is waited out like a busy
-         * lock: the library reconnects with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_conn_lost(c)))
+        /* A transient server state (a restart, read-only, a connection
+         * limit: rowlock_client_transient) is waited out like a busy lock:
+         * the library retries with backoff within each slice. */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_transient(c)))
             break;
         sig = pending_fwd_signal(&fwdset);
         if (sig != 0) {
@@ -1142,7 +1138,10 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
 
 release:
     if (rowlock_lock_held(l) > 0) {
-        int r2 = rowlock_release(l);
+        /* A failover between grant and release loses the connection: the
+         * release reconnects and is tried again within the lease, and the
+         * warning below is only for a release that finally failed. */
+        int r2 = cli_release_retrying(l, c, ra.o.lease_ms / 2);
         if (r2 == ROWLOCK_ENOTOWNER) {
             cli_report(PROG, "the lock was lost before COMMAND ended", c, r2);
             ex = CLI_EX_TEMPFAIL;
