@@ -214,10 +214,33 @@ char *cli_format_utc_us(char *buf, size_t cap, int64_t us)
     return buf;
 }
 
+/* One row of the table, its text wrapped at 79 columns under itself. */
+static void exit_row(FILE *f, int value, const char *text)
+{
+    const int indent = 7, width = 79 - indent;
+    fprintf(f, "  %-4d ", value);
+    while (*text) {
+        size_t len = strlen(text), cut = len;
+        if ((int)len > width) {
+            cut = (size_t)width;
+            while (cut > 0 && text[cut] != ' ')
+                cut--;
+            if (cut == 0)
+                cut = (size_t)width;
+        }
+        fprintf(f, "%.*s\n", (int)cut, text);
+        text += cut;
+        while (*text == ' ')
+            text++;
+        if (*text)
+            fprintf(f, "%*s", indent, "");
+    }
+}
+
 void cli_print_exit_codes(FILE *f)
 {
     fputs("Exit status:\n", f);
-#define CLI_EXIT_ROW_(name, value, text) fprintf(f, "  %-4d %s\n", value, text);
+#define CLI_EXIT_ROW_(name, value, text) exit_row(f, value, text);
     CLI_EXIT_MAP(CLI_EXIT_ROW_)
 #undef CLI_EXIT_ROW_
 }
