@@ -267,8 +267,14 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     e->st.state = ROWLOCK_KEEP_UNKNOWN;
     e->st.code = rc;
     set_reason(e, "renewal failed, retrying: ", msg);
-    int64_t pause = rowlock__backoff_us(e->attempt < 16 ? e->attempt : 16, KEEP_RETRY_BASE_US, KEEP_RETRY_CAP_US,
-                                        rowlock__rand32(&k->rng));
+    /* Backoff capped at a tenth of the lease (50 ms to 1 s): on a short
+     * lease the retries must still come several times before the safe time
+     * runs out, so a server read-only for a moment (a switchover) is ridden
+     * out instead of found too late. */
+    int64_t cap = (int64_t)lease_ms * 100;
+    cap = cap < 50000 ? 50000 : cap > KEEP_RETRY_CAP_US ? KEEP_RETRY_CAP_US : cap;
+    int64_t pause = rowlock__backoff_us(e->attempt < 16 ? e->attempt : 16, cap < KEEP_RETRY_BASE_US ? cap : KEEP_RETRY_BASE_US,
+                                        cap, rowlock__rand32(&k->rng));
     e->next_us = done + pause;
     e->attempt++;
     KEEP_LOG(k, e, ROWLOCK_LOG_WARN, RENEW_RETRY, RL_EVX(.code = rc, .waited_us = pause, .attempt = e->attempt),
