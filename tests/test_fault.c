@@ -281,6 +281,50 @@ static void test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_ac
 }
 
 /*
+ * A claim of ours that commits after its acquire went on (a late delivery:
+ * the acquire retried on a new connection and is waiting): the row then
+ * names our owner though no handle holds it. The waiting acquire must adopt
+ * it, count 1, and its release must free the lock; counted as a re-entry
+ * (count 2) it left a hidden hold and the same token for the next grant
+ * (optimistic, seen by the strict fault soak). The late claim is played by
+ * an UPDATE on another connection while the handle waits behind a holder.
+ */
+static void test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered(void **state)
+{
+    (void)state;
+    static const struct {
+        rowlock_strategy s;
+        const char *name;
+    } cases[] = { { ROWLOCK_STRATEGY_OPTIMISTIC, "late-o" }, { ROWLOCK_STRATEGY_INSERT, "late-i" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rowlock_client *c = C(), *other = C();
+        rowlock_lock *l = tu_lock(c, cases[i].name, cases[i].s);
+        rowlock_lock *lo = tu_lock(other, cases[i].name, cases[i].s);
+        assert_rc(rowlock_acquire(lo, 0, 60000), 0, other);
+        uint64_t t_other = rowlock_lock_token(lo);
+        /* Our late claim: the row becomes ours, count 1, a new token. */
+        assert_int_equal(tu_sql(NULL, 0,
+                                "UPDATE `" TABLE "` SET owner = '%s', count = 1, token = token + 1, "
+                                "expires_at = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND WHERE name = '%s'",
+                                rowlock_client_owner(c), cases[i].name),
+                         0);
+        assert_rc(rowlock_acquire(l, 5000, 60000), 0, c);
+        assert_true(rowlock_lock_token(l) > t_other);
+        assert_int_equal(row_count(cases[i].name), 1);
+        uint64_t t_ours = rowlock_lock_token(l);
+        assert_rc(rowlock_release(l), 0, c);
+        if (row_held(cases[i].name))
+            fail_msg("%s: the lock is still held after its only release (a hidden re-entrant hold)",
+                     rowlock_strategy_name(cases[i].s));
+        assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+        assert_true(rowlock_lock_token(l) > t_ours);
+        assert_rc(rowlock_release(l), 0, c);
+        /* the other handle's grant was taken by our late claim */
+        assert_rc(rowlock_release(lo), ROWLOCK_ENOTOWNER, other);
+    }
+}
+
+/*
  * The adopted grant's lease runs from the adopting acquire, not from the lost
  * claim: a claim with a 1.5 s lease is lost, and 1 s later an acquire asking
  * for 60 s adopts it. Taken as it was, it would end 0.5 s later while its
@@ -785,6 +829,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_stalled_claim_still_grants),
         FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
         FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
+        FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
     FT(test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen),
