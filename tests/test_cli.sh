@@ -584,11 +584,12 @@ for s in insert optimistic; do
     [[ $RC -eq 1 ]] && grep -q "not held" "$W/out"
     check $? "[$s] release --force of a free lock exits 1" "exit $RC" "$(show "$W/out")"
 done
-# A COMMAND that ignores SIGTERM gets SIGKILL 5 s later.
+# A COMMAND that ignores SIGTERM gets SIGKILL --kill-after (5 s) later: the
+# lock is already lost, so it gets its whole grace.
 NAME="${P}lost-kill"
 D="$W/lost-kill"
 mkdir -p "$D"
-"$RL" --table "$TABLE" run -l 6 "$NAME" sh -c '
+"$RL" --table "$TABLE" run -l 12 --kill-after 5 "$NAME" sh -c '
     trap "" TERM
     touch "$1/started"
     while :; do sleep 0.05; done' sh "$D" >"$D/out" 2>"$D/err" &
@@ -599,7 +600,7 @@ if wait_file "$D/started" 60; then
     wait_pid_timeout "$HPID" 30
     el=$(since "$t0")
     [[ $WRC -eq 75 ]] && grep -q 'SIGKILL' "$D/err" && fcmp "$el" '>=' 4.5 && fcmp "$el" '<=' 15
-    check $? "lock lost, COMMAND ignores SIGTERM: SIGKILL after 5 s ($el s), exit 75" "exit $WRC" "$(show "$D/err")"
+    check $? "lock lost, COMMAND ignores SIGTERM: SIGKILL after --kill-after 5 s ($el s), exit 75" "exit $WRC" "$(show "$D/err")"
 else
     fail "holder ignoring SIGTERM started" "$(show "$D/err")"
 fi

@@ -695,8 +695,6 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
 
         if (rowlock_keep_status(wt->lock, &ki) != 0)
             abort();
-        /* The watchdog's deadline: where SIGKILL must have come by. */
-        watchdog_send(wd, ki.safe_until_us == INT64_MAX ? INT64_MAX : ki.safe_until_us - wt->reap_us);
         if (wt->verbose && ki.renewals > renewals_seen) {
             renewals_seen = ki.renewals;
             fprintf(stderr, "%s: renewed '%s' (token %" PRIu64 ", lease %.3g s, %" PRIu64 " renewals, safe "
@@ -732,18 +730,28 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
                     msg, what, (long)pid);
             if (kill(pid, SIGTERM) != 0 && errno != ESRCH)
                 fprintf(stderr, "%s: kill(SIGTERM): %s\n", PROG, strerror(errno));
-            /* SIGKILL after the grace, but never later than reap before
-             * safe-until: with the lock already lost (or the safe time
-             * nearly gone) that is at once. */
+            /* SIGKILL after the grace. While the lock may still be ours
+             * (renewals failing, or we were paused), never later than reap
+             * before safe-until, at once if that is past. Once the server
+             * said it is gone (or the for-update session ended), there is
+             * no safe time left to protect: COMMAND gets its grace. */
             term_at = now;
             kill_at = now + wt->grace_us;
-            if (ki.safe_until_us != INT64_MAX && kill_at > ki.safe_until_us - wt->reap_us)
+            if (ki.state != ROWLOCK_KEEP_LOST && ki.state != ROWLOCK_KEEP_NONE && ki.safe_until_us != INT64_MAX &&
+                kill_at > ki.safe_until_us - wt->reap_us)
                 kill_at = ki.safe_until_us - wt->reap_us;
             if (kill_at < now)
                 kill_at = now;
             /* No more renewals: the lock is given up. */
             if (rowlock_keep(wt->lock, NULL) != 0) { /* stopping never fails */ }
         }
+        /* The watchdog's deadline: where SIGKILL must have come by (the
+         * keeper reports no safe time once the lock is lost: then the
+         * deadline is the one set above). */
+        if (!lost_state)
+            watchdog_send(wd, ki.safe_until_us == INT64_MAX ? INT64_MAX : ki.safe_until_us - wt->reap_us);
+        else
+            watchdog_send(wd, kill_at);
         if (lost_state && !killed && now >= kill_at) {
             fprintf(stderr, "%s: %s (pid %ld) still running %.2f s after SIGTERM; sending SIGKILL\n",
                     PROG, what, (long)pid, (double)(now - term_at) / 1e6);
@@ -815,8 +823,24 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
                 do {
                     w = waitpid(pid, &status, WNOHANG);
                 } while (w < 0 && errno == EINTR);
-                if (w == pid)
+                if (w == pid) {
+                    /* Ended at or after the watchdog's deadline: the watchdog
+                     * killed it (we were stopped or starved past our safe
+                     * time), or it ended as the safe time ran out. Either
+                     * way the lock could not be trusted any more. */
+                    if (!lost_state && wd->sent != INT64_MAX && cli_mono_us() >= wd->sent) {
+                        lost_state = 1;
+                        if (paused_us > 0)
+                            fprintf(stderr,
+                                    "%s: lock '%s': rowlock itself was stopped for %.1f s (SIGSTOP, or the host was "
+                                    "suspended), longer than its lease could be trusted; the watchdog stopped %s (pid "
+                                    "%ld)\n", PROG, wt->shown, (double)paused_us / 1e6, what, (long)pid);
+                        else
+                            fprintf(stderr, "%s: lock '%s': its safe time ran out; the watchdog stopped %s (pid %ld)\n",
+                                    PROG, wt->shown, what, (long)pid);
+                    }
                     break;
+                }
                 if (w < 0) {
                     fprintf(stderr, "%s: waitpid: %s\n", PROG, strerror(errno));
                     status = 0;
