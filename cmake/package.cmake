@@ -71,8 +71,10 @@ foreach(entry lib:librowlock${ROWLOCK_SOVERSION} dev:librowlock-dev tools:rowloc
   string(REPLACE ":" ";" entry "${entry}")
   list(GET entry 0 comp)
   list(GET entry 1 pkg)
+  # (EXCLUDE_FROM_ALL: in the packages, which install by component, not in a
+  # plain `cmake --install`.)
   install(FILES ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
-    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${pkg} COMPONENT ${comp})
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${pkg} COMPONENT ${comp} EXCLUDE_FROM_ALL)
   # lintian's initial-upload-closes-no-bugs asks the first upload to the
   # archive to close its ITP bug; these packages have none (the override
   # file says why).
@@ -80,7 +82,7 @@ foreach(entry lib:librowlock${ROWLOCK_SOVERSION} dev:librowlock-dev tools:rowloc
   configure_file(${CMAKE_CURRENT_LIST_DIR}/deb/lintian-overrides.in
     ${CMAKE_BINARY_DIR}/deb/lintian/${pkg} @ONLY)
   install(FILES ${CMAKE_BINARY_DIR}/deb/lintian/${pkg}
-    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${comp})
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${comp} EXCLUDE_FROM_ALL)
 endforeach()
 # Strip as dh_strip does, and give the library package the ldconfig trigger
 # instead of CPack's ldconfig scripts (see the two scripts; CMake 3.19+).
