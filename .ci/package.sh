@@ -8,6 +8,10 @@
 #      program against the installed -dev package (pkg-config, find_package),
 #      render the installed man pages, load the completion, verify the units;
 #   4. remove, then purge, and check nothing of them is left.
+# Before installing, lintian checks the three packages: any error or warning
+# (or a hardening tag: stack protector, FORTIFY, BIND_NOW) fails the test,
+# informational tags and overrides are printed; the library's exports must be
+# the symbols file's (cmake/deb/symbols.in).
 # Called from the end of .ci/run; runs on its own too: bash .ci/package.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +30,7 @@ old=$(pkgs_installed)
 # The packages need nothing beyond tools/install-deps (dpkg-dev comes with
 # build-essential; file is used by CPack to find binaries).
 command -v file >/dev/null || apt-get install -y -qq --no-install-recommends file
+command -v lintian >/dev/null || apt-get install -y -qq --no-install-recommends lintian
 
 set -x
 rm -rf build-deb
@@ -40,6 +45,31 @@ for p in rowlock librowlock-dev "$libpkg"; do
     ls build-deb/"${p}"_*.deb >/dev/null
 done
 
+# ---- lintian, symbols -------------------------------------------------------------
+# (lintian warns on stderr that it runs as root: not part of the report. With
+# --show-overrides its --fail-on counts overridden tags too: the verdict is
+# read from the report, where overridden tags are "O:" lines.)
+lintian --fail-on none --display-info --show-overrides --tag-display-limit 0 \
+    build-deb/*.deb 2>/dev/null | tee build-deb/lintian.txt
+if grep -E '^[EW]: ' build-deb/lintian.txt; then
+    echo "package.sh: lintian reports errors or warnings (above)" >&2; exit 1
+fi
+if grep -E '^[EWI]: .*hardening-' build-deb/lintian.txt; then
+    echo "package.sh: binaries built without the hardening flags (ROWLOCK_HARDEN)" >&2; exit 1
+fi
+{ set +x; } 2>/dev/null
+exported=$(nm -D --defined-only build-deb/librowlock.so."$soversion" | awk '{print $3}' | sort)
+listed=$(sed -n 's/^ \([^@ ]*\)@Base .*/\1/p' build-deb/deb/lib/symbols | sort)
+if [[ $exported != "$listed" ]]; then
+    echo "package.sh: librowlock's exports differ from cmake/deb/symbols.in (+ exported, not listed;" \
+         "- listed, not exported). A new function gets a line with the version that brings it;" \
+         "a removed one is an ABI break (SOVERSION):" >&2
+    diff <(echo "$listed") <(echo "$exported") | grep '^[<>]' | sed 's/^>/+/; s/^</-/' >&2
+    exit 1
+fi
+echo "package.sh: lintian: no error or warning; symbols file lists the $(echo "$exported" | wc -l) exports"
+set -x
+
 sbx=$(mktemp -d /tmp/rowlock-pkg-ci.XXXXXXXX)
 cleanup() {
     set +e
@@ -53,6 +83,8 @@ trap cleanup EXIT
 
 apt-get install -y ./build-deb/*.deb
 dpkg -L rowlock "$libpkg" librowlock-dev | sort
+# The ldconfig trigger ran (no ldconfig in the maintainer scripts).
+ldconfig -p | grep -F "librowlock.so.$soversion "
 
 # ---- the installed tools --------------------------------------------------------
 hash -r
@@ -99,6 +131,7 @@ apt-get remove -y rowlock librowlock-dev "$libpkg"
 left=$(pkgs_installed)
 [[ -z $left ]] || apt-get purge -y $left
 [[ -z $(pkgs_installed) ]]
+if ldconfig -p | grep -F librowlock.so; then exit 1; fi       # the trigger ran on removal too
 left=$(for f in $files; do [[ -e $f || -L $f ]] && echo "$f"; done; true)
 [[ -z $left ]] || { echo "package.sh: left after purge: $left" >&2; exit 1; }
 hash -r

@@ -30,7 +30,20 @@ install(FILES ${CMAKE_CURRENT_LIST_DIR}/deb/copyright
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/deb/copyright
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/rowlock COMPONENT tools)
 set(CPACK_PACKAGE_VENDOR "rowlock")
-set(CPACK_PACKAGE_CONTACT "rowlock maintainers <rowlock@localhost>")
+# The Maintainer field (and the changelog's trailer): whoever builds the
+# packages for others sets it, -DROWLOCK_MAINTAINER="Name <address>". The
+# default is a placeholder in a reserved domain (RFC 2606), which lintian
+# accepts as an address but nobody can write to.
+set(ROWLOCK_MAINTAINER "rowlock authors <rowlock@example.org>" CACHE STRING
+  "Maintainer of the Debian packages (cpack -G DEB): \"Full Name <address>\"")
+if(NOT ROWLOCK_MAINTAINER MATCHES "^[^<>]+ <[^<>@ ]+@[^<>@ ]+\\.[^<>@ ]+>$")
+  message(FATAL_ERROR "ROWLOCK_MAINTAINER must be \"Full Name <user@host.domain>\", not \"${ROWLOCK_MAINTAINER}\"")
+endif()
+if(ROWLOCK_MAINTAINER MATCHES "@example\\.org>$")
+  message(STATUS "rowlock: Debian packages' maintainer is the placeholder ${ROWLOCK_MAINTAINER}; "
+                 "set -DROWLOCK_MAINTAINER=\"Name <address>\" when you distribute them")
+endif()
+set(CPACK_PACKAGE_CONTACT "${ROWLOCK_MAINTAINER}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 # Each package's description: first line the summary, then the long text
 # (CPack indents it as Debian wants).
@@ -43,6 +56,40 @@ set(CPACK_COMPONENTS_ALL lib dev tools)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # NAME_VERSION-RELEASE_ARCH.deb
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+# Each package's /usr/share/doc/<package>/changelog.Debian.gz (a non-native
+# version, NAME_VERSION-1, must have one): one entry for this version, dated
+# SOURCE_DATE_EPOCH when set (reproducible), compressed as dh_compress does.
+set(ROWLOCK_DEB_VERSION ${PROJECT_VERSION}-${CPACK_DEBIAN_PACKAGE_RELEASE})
+string(TIMESTAMP ROWLOCK_DEB_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/deb/changelog.Debian.in
+  ${CMAKE_BINARY_DIR}/deb/changelog.Debian @ONLY)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+  COMMAND gzip -9 -n -c ${CMAKE_BINARY_DIR}/deb/changelog.Debian > ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+  DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog.Debian VERBATIM)
+add_custom_target(rowlock_deb_changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz)
+foreach(entry lib:librowlock${ROWLOCK_SOVERSION} dev:librowlock-dev tools:rowlock)
+  string(REPLACE ":" ";" entry "${entry}")
+  list(GET entry 0 comp)
+  list(GET entry 1 pkg)
+  # (EXCLUDE_FROM_ALL: in the packages, which install by component, not in a
+  # plain `cmake --install`.)
+  install(FILES ${CMAKE_BINARY_DIR}/deb/changelog.Debian.gz
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${pkg} COMPONENT ${comp} EXCLUDE_FROM_ALL)
+  # lintian's initial-upload-closes-no-bugs asks the first upload to the
+  # archive to close its ITP bug; these packages have none (the override
+  # file says why).
+  set(PKG ${pkg})
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/deb/lintian-overrides.in
+    ${CMAKE_BINARY_DIR}/deb/lintian/${pkg} @ONLY)
+  install(FILES ${CMAKE_BINARY_DIR}/deb/lintian/${pkg}
+    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides COMPONENT ${comp} EXCLUDE_FROM_ALL)
+endforeach()
+# Strip as dh_strip does, and give the library package the ldconfig trigger
+# instead of CPack's ldconfig scripts (see the two scripts; CMake 3.19+).
+set(CPACK_ROWLOCK_STRIP "${CMAKE_STRIP}")
+set(CPACK_ROWLOCK_LIB_PACKAGE librowlock${ROWLOCK_SOVERSION})
+set(CPACK_PRE_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/deb/strip.cmake)
+set(CPACK_POST_BUILD_SCRIPTS ${CMAKE_CURRENT_LIST_DIR}/deb/repack.cmake)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)           # libmariadb3, libc6 from dpkg-shlibdeps
@@ -74,7 +121,14 @@ set(CPACK_COMPONENT_TOOLS_DEPENDS lib)
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME librowlock${ROWLOCK_SOVERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-# (CPack writes its postinst/postrm calling ldconfig.)
+# Its control files: the ldconfig trigger and the symbols file, which
+# dpkg-shlibdeps prefers to shlibs: each exported function with the version
+# that brought it, so a program that uses only old functions depends on an old
+# librowlockN. A new function needs its line (with the new version) in
+# cmake/deb/symbols.in; .ci/package.sh fails when the two differ.
+configure_file(${CMAKE_CURRENT_LIST_DIR}/deb/symbols.in ${CMAKE_BINARY_DIR}/deb/lib/symbols @ONLY)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA
+  ${CMAKE_CURRENT_LIST_DIR}/deb/lib/triggers ${CMAKE_BINARY_DIR}/deb/lib/symbols)
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librowlock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
