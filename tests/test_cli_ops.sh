@@ -14,42 +14,11 @@
 #
 # Environment (tests/cli.cmake): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
-set -u
-export LC_ALL=C
-: "${ROWLOCK_BIN_DIR:?}"
-: "${ROWLOCK_SANDBOX:?}"
-RL=$ROWLOCK_BIN_DIR/rowlock
-SBX=$ROWLOCK_SANDBOX
-W=$(mktemp -d "${TMPDIR:-/tmp}/rowlock-ops.XXXXXXXX") || exit 1
-SB=$W/sb
-STARTED=0
-
-cleanup() {
-    local p
-    for p in $(jobs -pr); do kill -KILL "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if ((STARTED)); then "$SBX" stop "$SB" >/dev/null 2>&1; fi
-    rm -rf -- "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-N=0 PASSED=0 FAILED=0
-pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
-fail() {
-    local l
-    N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
-    for l in "$@"; do [[ -n $l ]] && sed 's/^/#   /' <<<"$l"; done
-}
-check() { local rc=$1; shift; if ((rc == 0)); then pass "$1"; else fail "$@"; fi; }
+# shellcheck source=tests/private_server.bash
+. "$(dirname "$0")/private_server.bash"
 now_ms() { date +%s%3N; }
 
-if ! "$SBX" start "$SB" >"$W/sb.out" 2>"$W/sb.err"; then
-    fail "private sandbox started" "$(tail -n 5 "$W/sb.err")"
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    exit 1
-fi
-STARTED=1
+ps_start ops
 CNF=$W/my.cnf
 cp "$SB/my.cnf" "$CNF"
 T=ops_locks
@@ -224,5 +193,4 @@ src=$?
 check $? "release after a failover: reconnects and releases without a warning (run $rc, status $src)" \
     "$(head -n 5 "$W/fo.err")"
 
-printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-((FAILED == 0))
+ps_done

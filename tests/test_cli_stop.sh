@@ -20,60 +20,18 @@
 # Environment (from tests/CMakeLists.txt): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
 # shellcheck disable=SC2016 # single quotes: expanded by the inner shells
-set -u
-export LC_ALL=C
-: "${ROWLOCK_BIN_DIR:?}"
-: "${ROWLOCK_SANDBOX:?}"
-RL=$ROWLOCK_BIN_DIR/rowlock
-SBX=$ROWLOCK_SANDBOX
-W=$(mktemp -d "${TMPDIR:-/tmp}/rowlock-stop.XXXXXXXX") || exit 1
-SB=$W/sb
-STARTED=0
-
-cleanup() {
+ps_cleanup_extra() {
     local p
-    for p in $(jobs -pr); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
-    wait 2>/dev/null
+    for p in $(jobs -pr); do kill -CONT "$p" 2>/dev/null; done
     pkill -KILL -f "rowlock-stop-tick $W" 2>/dev/null
-    if ((STARTED)); then "$SBX" stop "$SB" >/dev/null 2>&1; fi
-    rm -rf -- "$W"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-N=0 PASSED=0 FAILED=0
-pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
-fail() {
-    local l
-    N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
-    for l in "$@"; do [[ -n $l ]] && sed 's/^/#   /' <<<"$l"; done
-}
-check() { local rc=$1; shift; if ((rc == 0)); then pass "$1"; else fail "$@"; fi; }
-wait_pid() { # wait_pid PID SECONDS: its exit status, or 124 after SIGKILL at the timeout
-    local i
-    for ((i = 0; i < $2 * 20; i++)); do
-        kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
-        sleep 0.05
-    done
-    kill -KILL "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    return 124
-}
-wait_file() { # wait_file FILE SECONDS
-    local i
-    for ((i = 0; i < $2 * 20; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
-    return 1
-}
+# shellcheck source=tests/private_server.bash
+. "$(dirname "$0")/private_server.bash"
 # lt A B: A < B, both decimal seconds
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
 
-if ! "$SBX" start "$SB" >"$W/sb.out" 2>"$W/sb.err"; then
-    fail "private sandbox started" "$(tail -n 5 "$W/sb.err")"
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    exit 1
-fi
-STARTED=1
+ps_start stop
 R=("$RL" --defaults-file="$SB/my.cnf" --connect-timeout 2)
 root() { mariadb --defaults-file="$SB/root.cnf" -N -B -e "$1"; }
 "${R[@]}" migrate >/dev/null 2>"$W/migrate.err"
@@ -190,5 +148,4 @@ for s in insert optimistic; do
         "$(tail -n 5 "$D/err")"
 done
 
-printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-((FAILED == 0))
+ps_done

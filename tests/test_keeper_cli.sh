@@ -18,60 +18,14 @@
 #
 # Environment (from tests/CMakeLists.txt): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
-set -u
-export LC_ALL=C
-: "${ROWLOCK_BIN_DIR:?}"
-: "${ROWLOCK_SANDBOX:?}"
-RL=$ROWLOCK_BIN_DIR/rowlock
-SBX=$ROWLOCK_SANDBOX
+# shellcheck source=tests/private_server.bash
+. "$(dirname "$0")/private_server.bash"
 DROPS=${ROWLOCK_KEEPER_DROPS:-20}
 BOUND_MS=1000
-W=$(mktemp -d "${TMPDIR:-/tmp}/rowlock-keepcli.XXXXXXXX") || exit 1
-SB=$W/sb
-STARTED=0
-
-cleanup() {
-    local p
-    for p in $(jobs -pr); do kill -KILL "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    if ((STARTED)); then "$SBX" stop "$SB" >/dev/null 2>&1; fi
-    rm -rf -- "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-N=0 PASSED=0 FAILED=0
-pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
-fail() {
-    local l
-    N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
-    for l in "$@"; do [[ -n $l ]] && sed 's/^/#   /' <<<"$l"; done
-}
-check() { local rc=$1; shift; if ((rc == 0)); then pass "$1"; else fail "$@"; fi; }
 now() { date +%s.%N; }
 ms_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
-wait_pid() { # wait_pid PID SECONDS: its exit status, or 124 after SIGKILL at the timeout
-    local i
-    for ((i = 0; i < $2 * 20; i++)); do
-        kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
-        sleep 0.05
-    done
-    kill -KILL "$1" 2>/dev/null
-    wait "$1" 2>/dev/null
-    return 124
-}
-wait_file() { # wait_file FILE SECONDS
-    local i
-    for ((i = 0; i < $2 * 20; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
-    return 1
-}
 
-if ! "$SBX" start "$SB" >"$W/sb.out" 2>"$W/sb.err"; then
-    fail "private sandbox started" "$(tail -n 5 "$W/sb.err")"
-    printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-    exit 1
-fi
-STARTED=1
+ps_start keepcli
 CNF=$W/my.cnf
 cp "$SB/my.cnf" "$CNF"
 R=("$RL" --defaults-file="$CNF" --connect-timeout 2)
@@ -198,5 +152,4 @@ prc=$?
 check $? "paused past its lease: rowlock says it was stopped (not that the database does not answer), exit 75" \
     "exit $prc" "$(cat "$W/paused.err")"
 
-printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
-((FAILED == 0))
+ps_done
