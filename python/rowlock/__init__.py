@@ -48,8 +48,11 @@ _SONAME = "librowlock.so.1"
 
 def _load_library():
     path = os.environ.get("ROWLOCK_LIBRARY")
-    if path:
-        return ctypes.CDLL(path)  # named explicitly: no fallback
+    if path:  # named explicitly: no fallback
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            raise ImportError("rowlock: cannot load ROWLOCK_LIBRARY=%s: %s" % (path, e)) from None
     tried = []
     try:
         return ctypes.CDLL(_SONAME)
