@@ -139,6 +139,15 @@ class Basics(unittest.TestCase):
         self.assertEqual(len(seen), 3)
         del lk
 
+    def test_lock_defaults_for_acquire(self):
+        lk = self.a.lock("py-defaults", lease=600)
+        lk.acquire()
+        self.assertGreater(lk.inspect()["expires_in_ms"], 300000)
+        lk.release()
+        lk.acquire(lease=60)
+        self.assertLess(lk.inspect()["expires_in_ms"], 61000)
+        lk.release()
+
     def test_reentrant(self):
         lk = self.a.lock("py-reentrant")
         t1 = lk.acquire(lease=60)

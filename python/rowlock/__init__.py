@@ -494,8 +494,10 @@ class Client:
         return bool(info.held)
 
     def lock(self, name, strategy="insert", mode="exclusive", permits=0, *, wait=0, lease=None):
-        """A handle for lock `name` (no round trip). `wait` and `lease` are
-        what the with-statement passes to acquire()."""
+        """A handle for lock `name` (no round trip). strategy: "insert",
+        "for-update" or "optimistic"; mode: "exclusive" or "shared"; permits:
+        a semaphore's N. `wait` and `lease` are acquire()'s defaults (and so
+        the with-statement's): see Lock.acquire()."""
         return Lock(self, name, strategy=strategy, mode=mode, permits=permits, wait=wait,
                     lease=lease)
 
@@ -534,6 +536,9 @@ def _keep_info(st):
     return KeepInfo(_KEEP_STATES.get(st.state, "unknown"), st.safe_until_us, st.safe_ms,
                     st.code, error_name(st.code), st.token, st.renewals, st.failures,
                     st.session_id, _decode(st.reason))
+
+
+_UNSET = object()
 
 
 class Lock:
@@ -609,12 +614,17 @@ class Lock:
         self._check()
         return _lock_held(self._ptr)
 
-    def acquire(self, wait=0, lease=None):
+    def acquire(self, wait=_UNSET, lease=_UNSET):
         """Acquire the lock; returns its fencing token. wait: 0 tries once, N
         waits up to N seconds, None waits forever. lease: seconds (None: the
-        library's default, 30 s; for-update has no lease). Raises Busy when
-        another owner holds it. Re-entrant: each acquire needs a release."""
+        library's default, 30 s; for-update has no lease). Either one not
+        given: the one given to Client.lock(). Raises Busy when another
+        owner holds it. Re-entrant: each acquire needs a release."""
         cp = self._check()
+        if wait is _UNSET:
+            wait = self._wait
+        if lease is _UNSET:
+            lease = self._lease
         wait_ms = _ms(wait, "wait", True)
         rc = _acquire(self._ptr, -1 if wait_ms is None else wait_ms,
                       _ms(lease, "lease", True) or 0)
@@ -717,7 +727,7 @@ class Lock:
         return _keep_info(st)
 
     def __enter__(self):
-        self.acquire(self._wait, self._lease)
+        self.acquire()
         return self
 
     def __exit__(self, exc_type, exc, tb):
