@@ -237,6 +237,25 @@ class Basics(unittest.TestCase):
             lk.acquire()
         c.close()  # idempotent
 
+    def test_database_error(self):
+        # Nothing listens on port 1: the connect is refused (a transient state).
+        with self.assertRaises(rowlock.DatabaseError) as cm:
+            rowlock.Client(host="127.0.0.1", port=1, user="nobody", table=TABLE,
+                           connect_timeout=30)
+        e = cm.exception
+        self.assertEqual(e.name, "ROWLOCK_EDB")
+        self.assertEqual(e.code, -4)
+        self.assertNotEqual(e.db_errno, 0)
+        self.assertTrue(e.transient)
+
+    def test_bad_strategy(self):
+        with self.assertRaises(rowlock.InvalidArgument):
+            self.a.lock("py-strategy", strategy="sideways")
+        with self.assertRaises(TypeError):
+            self.a.lock("py-strategy", strategy=None)
+        with self.a.lock("py-strategy-opt", strategy="optimistic") as lk:
+            self.assertGreater(lk.token, 0)
+
     def test_schema_error(self):
         with self.assertRaises(rowlock.SchemaError) as cm:
             client(table="t_python_never_migrated")
@@ -259,8 +278,8 @@ class Keeper(unittest.TestCase):
     def test_keeper_renews(self):
         with client() as c:
             lk = c.lock("py-keep-renew")
-            lk.keep()
-            lk.acquire(lease=3)
+            lk.keep(interval=1)      # a long lease: a slow machine never loses it
+            lk.acquire(lease=30)
             deadline = time.monotonic() + 60
             st = lk.keep_status()
             while st.renewals < 2 and time.monotonic() < deadline:
@@ -281,8 +300,8 @@ class Keeper(unittest.TestCase):
 
         with client() as c, client() as admin:
             lk = c.lock("py-keep-lost")
-            lk.keep(on_event=on_event)
-            lk.acquire(lease=3)
+            lk.keep(on_event=on_event, interval=1)
+            lk.acquire(lease=30)
             token = lk.token
             self.assertTrue(admin.force_release("py-keep-lost"))
             # The next renewal (every second) finds it gone.
@@ -306,15 +325,15 @@ class Keeper(unittest.TestCase):
 
         with client() as c, client() as admin:
             lk = c.lock("py-keep-raise")
-            lk.keep(on_event=bad)
-            lk.acquire(lease=3)
+            lk.keep(on_event=bad, interval=1)
+            lk.acquire(lease=30)
             admin.force_release("py-keep-raise")
             self.assertTrue(called.wait(60))
             time.sleep(0.2)
             # The process and the client go on.
             with self.assertRaises(rowlock.NotOwner):
                 lk.release()
-            lk.acquire(lease=3)
+            lk.acquire(lease=30)
             lk.release()
 
 

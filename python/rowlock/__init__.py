@@ -555,6 +555,8 @@ class Lock:
         o = _LockOptions()
         o.version = _LOCK_OPTIONS_VERSION
         s = _c_int()
+        if not isinstance(strategy, (str, bytes)):
+            raise TypeError("strategy must be a str such as 'insert', not %r" % (strategy,))
         if isinstance(strategy, str):
             strategy = strategy.encode()
         if _strategy_parse(ctypes.byref(s), strategy) < 0:
