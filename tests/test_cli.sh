@@ -599,7 +599,10 @@ if wait_file "$D/started" 60; then
     t0=$(now)
     wait_pid_timeout "$HPID" 30
     el=$(since "$t0")
-    [[ $WRC -eq 75 ]] && grep -q 'SIGKILL' "$D/err" && fcmp "$el" '>=' 4.5 && fcmp "$el" '<=' 15
+    # SIGKILL from rowlock or, if rowlock was slower (a loaded machine), from
+    # its watchdog half a reap allowance later: either way COMMAND died of it.
+    [[ $WRC -eq 75 ]] && grep -q 'SIGKILL' "$D/err" && grep -q 'signal 9' "$D/err" && fcmp "$el" '>=' 4.5 &&
+        fcmp "$el" '<=' 15
     check $? "lock lost, COMMAND ignores SIGTERM: SIGKILL after --kill-after 5 s ($el s), exit 75" "exit $WRC" "$(show "$D/err")"
 else
     fail "holder ignoring SIGTERM started" "$(show "$D/err")"

@@ -233,7 +233,8 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
 
 /*
  * A second child, forked right after COMMAND, that kills COMMAND at its
- * deadline (safe-until minus the reap allowance) unless the supervisor moves
+ * deadline (safe-until minus half the reap allowance: after the supervisor's
+ * own SIGKILL time, before the lease could end) unless the supervisor moves
  * the deadline on. The supervisor alone can be stopped (SIGSTOP of its pid,
  * not the group), starved or killed while COMMAND runs on; its keeper
  * threads stop with it, the lease ends on the server, and without this a
@@ -745,13 +746,15 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
             /* No more renewals: the lock is given up. */
             if (rowlock_keep(wt->lock, NULL) != 0) { /* stopping never fails */ }
         }
-        /* The watchdog's deadline: where SIGKILL must have come by (the
-         * keeper reports no safe time once the lock is lost: then the
-         * deadline is the one set above). */
+        /* The watchdog's deadline: a backstop half a reap allowance after
+         * our own SIGKILL time (still before safe-until), so that it acts
+         * only when we could not (stopped, starved, killed); the keeper
+         * reports no safe time once the lock is lost: then it follows the
+         * kill time set above. */
         if (!lost_state)
-            watchdog_send(wd, ki.safe_until_us == INT64_MAX ? INT64_MAX : ki.safe_until_us - wt->reap_us);
+            watchdog_send(wd, ki.safe_until_us == INT64_MAX ? INT64_MAX : ki.safe_until_us - wt->reap_us / 2);
         else
-            watchdog_send(wd, kill_at);
+            watchdog_send(wd, kill_at + wt->reap_us / 2);
         if (lost_state && !killed && now >= kill_at) {
             fprintf(stderr, "%s: %s (pid %ld) still running %.2f s after SIGTERM; sending SIGKILL\n",
                     PROG, what, (long)pid, (double)(now - term_at) / 1e6);
@@ -824,6 +827,9 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
                     w = waitpid(pid, &status, WNOHANG);
                 } while (w < 0 && errno == EINTR);
                 if (w == pid) {
+                    if (lost_state && !killed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+                        fprintf(stderr, "%s: %s (pid %ld) was still running after SIGTERM; the watchdog sent "
+                                        "SIGKILL\n", PROG, what, (long)pid);
                     /* Ended at or after the watchdog's deadline: the watchdog
                      * killed it (we were stopped or starved past our safe
                      * time), or it ended as the safe time ran out. Either
