@@ -132,25 +132,12 @@ typedef struct lock_args {
 
 /* ---- small helpers -------------------------------------------------------- */
 
-static int write_all(int fd, const char *s, size_t n)
+/* Write all of s; on a socket (sock != 0) with send(MSG_NOSIGNAL), so a
+ * peer that is gone is EPIPE, never SIGPIPE. */
+static int io_all(int fd, const char *s, size_t n, int sock)
 {
     while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        s += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* write_all for a socket whose peer may be gone: EPIPE, never SIGPIPE. */
-static int send_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+        ssize_t w = sock ? send(fd, s, n, MSG_NOSIGNAL) : write(fd, s, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -484,7 +471,7 @@ static int serve(sup *s, int fd)
         return 0;
     }
     snprintf(reply, sizeof reply, "%d %s\n", code, msg);
-    (void)send_all(fd, reply, strlen(reply));
+    (void)io_all(fd, reply, strlen(reply), 1);
     return end;
 }
 
@@ -837,7 +824,7 @@ verbose:
 
 report:
     snprintf(head, sizeof head, "%d\n", ex);
-    if (write_all(rfd, head, strlen(head)) != 0 || (ex == 0 && write_all(rfd, out, len) != 0)) {
+    if (io_all(rfd, head, strlen(head), 0) != 0 || (ex == 0 && io_all(rfd, out, len, 0) != 0)) {
         /* The front is gone (killed): nobody knows the handle; give the lock back. */
         if (ex == 0 && rowlock_release(s.l) != 0) { /* its lease ends by itself */ }
         ex = ex == 0 ? CLI_EX_UNAVAILABLE : ex;
@@ -1035,7 +1022,7 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
         return CLI_EX_CONFLICT;
     }
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (send_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7) != 0) {
+    if (io_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7, 1) != 0) {
         fprintf(stderr, "%s: unlock: the lock supervisor (pid %ld) closed the connection: %s\n", PROG, (long)spid,
                 strerror(errno));
         (void)close(fd);
