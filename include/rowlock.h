@@ -436,9 +436,13 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  * own release.
  *
  * @param wait_ms  0: try once; N > 0: wait up to N ms; ROWLOCK_WAIT_FOREVER.
- * @param lease_ms how long the grant lasts without renew (insert, optimistic;
- *                 0 = ROWLOCK_LEASE_DEFAULT_MS). for-update has no lease: the
- *                 lock lasts until release or until the connection ends.
+ * @param lease_ms how long the grant lasts without renew (0 =
+ *                 ROWLOCK_LEASE_DEFAULT_MS). for-update: the lock lasts until
+ *                 release or until its session ends, and the server ends the
+ *                 session when it has sent nothing for lease_ms (the
+ *                 session's wait_timeout becomes the lease, whole seconds
+ *                 rounded up, at most 365 days): renew, keep, or run SQL in
+ *                 the lock's transaction to hold it longer.
  * @return 0 (then rowlock_lock_token() is the grant's fencing token);
  *   ROWLOCK_EBUSY        held by another owner (after the wait);
  *   ROWLOCK_EINVALID     bad wait/lease, the name is managed by another
@@ -476,7 +480,9 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release(rowlock_lock *l);
 /**
  * Extend the lease to now + lease_ms (server clock). Never re-acquires: if
  * the lease already ended or the row changed hands, nothing changes.
- * for-update: checks that the holding transaction is still alive.
+ * for-update: checks that the holding transaction is still alive, which
+ * restarts the server's idle timer for the session (and makes lease_ms its
+ * wait_timeout when it changed).
  * @return 0; ROWLOCK_ENOTOWNER (lost, as for release, or lease already
  *   ended); ROWLOCK_EINVALID if not held or bad lease; ROWLOCK_EDB.
  * One round trip.
@@ -584,11 +590,21 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * pause between the check and the act (GC, swap, SIGSTOP) is covered only by
  * the token.
  *
- * for-update has no lease: while the holding session is up, safe_until_us is
- * INT64_MAX; when the client's socket reports that the server ended the
- * session, the lock is LOST at once. A session the server ended while the
- * client cannot know (a silent network partition) is covered only by the
- * fencing token.
+ * for-update: the server ends the holding session after a lease without a
+ * statement from it (its wait_timeout), so the keeper keeps the session
+ * alive: a `DO 1` on the client's own connection every third of the lease,
+ * when the application's thread is not using the connection (a statement
+ * of the application's restarts the server's timer as well). safe_until_us
+ * is the send time of the newest answered keep-alive (or the grant, or
+ * rowlock_renew()) plus the lease, as above. A keep-alive waits for its
+ * answer until the safe time at most; without one (a silent partition) the
+ * keeper cuts the connection and the lock is LOST: by then the server may
+ * have ended the session and granted the lock to the next waiter, never
+ * earlier. When the client's socket reports that the server ended the
+ * session (KILL, restart, a dropped connection), the lock is LOST at once.
+ * A wrapped client's session (the application's connection) is not kept
+ * alive by the keeper: renew it yourself; safe_until_us counts from your
+ * renewals.
  *
  * fork(): a child does not inherit the keeper thread; its copies of kept
  * locks report ROWLOCK_KEEP_NONE, and freeing its copy of the client never
@@ -616,8 +632,7 @@ typedef struct rowlock_keep_info {
     unsigned int version;       /**< set by the caller: ROWLOCK_KEEP_INFO_VERSION */
     rowlock_keep_state state;
     int64_t safe_until_us;      /**< monotonic µs (rowlock_monotonic_us()) before which acting is
-                                     safe; 0 when nothing is (NONE, LOST); INT64_MAX for a
-                                     for-update lock whose session is up */
+                                     safe; 0 when nothing is (NONE, LOST) */
     int64_t safe_ms;            /**< safe_until_us minus now, in ms, never negative */
     int code;                   /**< ROWLOCK_E* of the newest failure (ENOTOWNER when LOST);
                                      0 when none */

@@ -19,6 +19,7 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
     rowlock__clear_error(c);
     rowlock__strlcpy(c->table, ROWLOCK_TABLE_DEFAULT, sizeof c->table);
     rowlock__log_init(&c->log_own);
+    rowlock__db_mutex_init(c);
     c->log = &c->log_own;
     c->conn_role = "connection";
 
@@ -27,6 +28,7 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
     unsigned char rnd[16];
     if (rowlock__random_bytes(rnd, sizeof rnd) || rowlock__random_bytes(&c->rng, sizeof c->rng)) {
         rowlock__log_destroy(&c->log_own);
+        rowlock__db_mutex_destroy(c);
         free(c);
         return ROWLOCK_EDB;
     }
@@ -302,6 +304,7 @@ int rowlock__client_clone(rowlock_client **out, const rowlock_client *c)
         return ROWLOCK_ENOMEM;
     rowlock__clear_error(k);
     rowlock__log_init(&k->log_own);
+    rowlock__db_mutex_init(k);
     k->log = c->log; /* the copy reports to its parent's hook */
     k->conn_role = c->conn_role;
     memcpy(k->table, c->table, sizeof k->table);
@@ -360,6 +363,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
     rowlock__db_close(c);
     free_settings(c);
     rowlock__log_destroy(&c->log_own);
+    rowlock__db_mutex_destroy(c);
     free(c);
 }
 

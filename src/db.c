@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
-#include <unistd.h>
-
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <errmsg.h>
@@ -589,7 +589,21 @@ const char *rowlock__db_next_host(const char *list, char *buf, size_t cap, unsig
     return rest;
 }
 
+static void conn_enter(rowlock_client *c);
+static void conn_leave(rowlock_client *c);
+static int connect_locked(rowlock_client *c);
+
+/* Under the connection's mutex: a keeper's keep-alive never sees the MYSQL *
+ * swapped under it (rowlock_client_connect() on a kept client). */
 int rowlock__db_connect(rowlock_client *c)
+{
+    conn_enter(c);
+    int rc = connect_locked(c);
+    conn_leave(c);
+    return rc;
+}
+
+static int connect_locked(rowlock_client *c)
 {
     rowlock__db_close(c);
     c->mysql = NULL;
@@ -662,8 +676,42 @@ int rowlock__db_server_check(rowlock_client *c, const char *what)
     return 0;
 }
 
+/*
+ * An idle connection of ours is checked before it is used: a server closes
+ * a session that stays idle longer than its wait_timeout (and a restart or
+ * a KILL ends it too), and the next statement would fail on it. A hang-up
+ * (or unsolicited data: MySQL 8 sends an error packet before closing) that
+ * is already on the socket is seen with poll(2), without a round trip; the
+ * statement then goes to a new session instead of failing. Never inside a
+ * transaction: a session holding one (a for-update lock) is not replaced
+ * behind its holder's back; its next statement fails, as it must.
+ */
+#define IDLE_CHECK_US 1000000
+static void idle_check(rowlock_client *c)
+{
+    if (!c->connected || !c->owns_mysql || c->last_io_us == 0)
+        return;
+    int64_t idle = rowlock__now_us() - c->last_io_us;
+    if (idle < IDLE_CHECK_US)
+        return;
+    MYSQL *m = MYSQLP(c);
+    unsigned int status = 0;
+    if (mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 && (status & SERVER_STATUS_IN_TRANS))
+        return;
+    struct pollfd pf = { .fd = (int)mysql_get_socket(m), .events = POLLIN | POLLRDHUP };
+    if (pf.fd < 0 || poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+        return;
+    c->conn_lost_us = rowlock__now_us();
+    ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_INFO, DISCONNECTED, RL_EVX(.elapsed_us = idle),
+                        "%s (session %lu) was closed by the server after %.1f s idle (its wait_timeout, a restart "
+                        "or a KILL): the next statement reconnects",
+                        c->conn_role, rowlock__db_thread_id(c), (double)idle / 1e6);
+    rowlock__db_close(c);
+}
+
 static int ensure_connected(rowlock_client *c, const char *what)
 {
+    idle_check(c);
     if (c->connected)
         return 0;
     if (!c->owns_mysql)
@@ -767,9 +815,59 @@ static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
 
 #define MAX_BIND 16
 
+/* ---- the connection's mutex ---------------------------------------------- */
+
+void rowlock__db_mutex_init(rowlock_client *c)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    /* Recursive: a statement's error path may run another (the schema
+     * re-check), and connect runs the init statements. */
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&c->conn_mu, &a);
+    pthread_mutexattr_destroy(&a);
+    c->conn_mu_pid = (long)getpid();
+}
+
+void rowlock__db_mutex_destroy(rowlock_client *c)
+{
+    pthread_mutex_destroy(&c->conn_mu);
+}
+
+static void conn_enter(rowlock_client *c)
+{
+    if (c->conn_mu_pid != (long)getpid()) {
+        /* A fork child's copy: the keeper thread that may have held it was
+         * not copied; start from an unlocked mutex (the child is the only
+         * user of this copy). */
+        rowlock__db_mutex_init(c);
+    }
+    pthread_mutex_lock(&c->conn_mu);
+}
+
+static void conn_leave(rowlock_client *c)
+{
+    c->last_io_us = rowlock__now_us();
+    pthread_mutex_unlock(&c->conn_mu);
+}
+
+static int exec_locked(rowlock_client *c, const char *what, const char *tmpl, long variant,
+                       const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
+                       int (*row_fn)(void *arg), void *arg, rowlock__res *res);
+
 int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
                      const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
                      int (*row_fn)(void *arg), void *arg, rowlock__res *res)
+{
+    conn_enter(c);
+    int rc = exec_locked(c, what, tmpl, variant, params, nparams, cols, ncols, row_fn, arg, res);
+    conn_leave(c);
+    return rc;
+}
+
+static int exec_locked(rowlock_client *c, const char *what, const char *tmpl, long variant,
+                       const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
+                       int (*row_fn)(void *arg), void *arg, rowlock__res *res)
 {
     int rc = ensure_connected(c, what);
     if (rc)
@@ -903,7 +1001,17 @@ int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long
     return rc;
 }
 
+static int simple_locked(rowlock_client *c, const char *what, const char *sql);
+
 int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql)
+{
+    conn_enter(c);
+    int rc = simple_locked(c, what, sql);
+    conn_leave(c);
+    return rc;
+}
+
+static int simple_locked(rowlock_client *c, const char *what, const char *sql)
 {
     int rc = ensure_connected(c, what);
     if (rc)
@@ -931,12 +1039,69 @@ int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql)
 
 int rowlock__db_in_transaction(rowlock_client *c)
 {
-    if (!c->mysql || !c->connected)
-        return 0;
+    conn_enter(c);
     unsigned int status = 0;
-    if (mariadb_get_infov(MYSQLP(c), MARIADB_CONNECTION_SERVER_STATUS, &status))
-        return 0;
-    return (status & SERVER_STATUS_IN_TRANS) != 0;
+    int in = c->mysql && c->connected && mariadb_get_infov(MYSQLP(c), MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+             (status & SERVER_STATUS_IN_TRANS) != 0;
+    pthread_mutex_unlock(&c->conn_mu);
+    return in;
+}
+
+/* Keeper thread: see rowlock_int.h. */
+int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_t deadline_us, int64_t *sent_us,
+                             char *msg, size_t cap)
+{
+    static const char PING[] = "/* rowlock:fu-keep */ DO 1";
+    if (pthread_mutex_trylock(&c->conn_mu) != 0)
+        return ROWLOCK_EBUSY;
+    MYSQL *m = MYSQLP(c);
+    int rc = 0;
+    *sent_us = rowlock__now_us();
+    if (!c->connected || m == NULL || mysql_thread_id(m) != session_id) {
+        snprintf(msg, cap, "the session holding the for-update lock (%lu) is no longer the client's connection",
+                 session_id);
+        pthread_mutex_unlock(&c->conn_mu);
+        return ROWLOCK_ENOTOWNER;
+    }
+    if (mysql_send_query(m, PING, (unsigned long)strlen(PING)) != 0) {
+        snprintf(msg, cap, "keep-alive of the session holding the for-update lock: %s (MySQL error %u)",
+                 mysql_error(m), mysql_errno(m));
+        rc = rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
+    } else {
+        /* Wait for the answer until the deadline, never longer: after it the
+         * server may already have ended the silent session (and the lock). */
+        struct pollfd pf = { .fd = (int)mysql_get_socket(m), .events = POLLIN };
+        int pr;
+        for (;;) {
+            int64_t left = deadline_us - rowlock__now_us();
+            pr = poll(&pf, 1, left <= 0 ? 0 : (int)((left + 999) / 1000));
+            if (pr >= 0 || errno != EINTR)
+                break;
+        }
+        if (pr != 1) {
+            snprintf(msg, cap, "no answer from the server to the keep-alive of the session holding the "
+                     "for-update lock before its safe time ran out");
+            rc = ROWLOCK_ENOTOWNER;
+        } else if (mysql_read_query_result(m) != 0) {
+            snprintf(msg, cap, "keep-alive of the session holding the for-update lock: %s (MySQL error %u)",
+                     mysql_error(m), mysql_errno(m));
+            rc = rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
+        }
+    }
+    if (rc == ROWLOCK_ENOTOWNER && c->connected) {
+        /* The session cannot be vouched for: cut it, so that no later
+         * statement of the holder runs on it (the MYSQL * may be waiting for
+         * an answer that never comes) and the server, seeing the close when
+         * the network lets it, ends the session and its lock. */
+        int fd = (int)mysql_get_socket(m);
+        if (fd >= 0)
+            (void)shutdown(fd, SHUT_RDWR);
+        c->connected = 0;
+        c->conn_lost_us = rowlock__now_us();
+    }
+    c->last_io_us = rowlock__now_us();
+    pthread_mutex_unlock(&c->conn_mu);
+    return rc;
 }
 
 int rowlock__db_found_rows_flag(rowlock_client *c)

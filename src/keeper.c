@@ -67,6 +67,7 @@ struct rowlock__kept {
     uint64_t token;
     int held_multi;          /* a holders-table grant (shared, semaphore: holders.c) */
     int fd;                  /* for-update: the holding session's socket; else -1 */
+    int ping;                /* for-update on a connection of ours: keep the session alive */
     int64_t lease_ms, interval_us, warn_us;
     int64_t next_us;         /* next renewal (monotonic µs) */
     unsigned attempt;        /* failed renewals in a row */
@@ -163,7 +164,7 @@ static void refresh(rowlock__keeper *k, rowlock__kept *e, int64_t now)
         return;
     }
     e->st.safe_until_us = e->safe_until;
-    if (e->fd < 0 && e->st.state == ROWLOCK_KEEP_HELD && now >= e->safe_until - e->warn_us) {
+    if (e->st.state == ROWLOCK_KEEP_HELD && now >= e->safe_until - e->warn_us) {
         /* A renewal is overdue (in flight, blocked): say so before the
          * renewer can. */
         e->st.state = ROWLOCK_KEEP_UNKNOWN;
@@ -216,7 +217,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     e->renewing = 1;
     pthread_mutex_unlock(&k->mu);
     int rc = 0;
-    if (e->shadow == NULL) {
+    if (e->shadow == NULL && e->fd < 0) {
         /* Made here: the renewer is the only thread that uses k->conn. */
         rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
         o.strategy = e->strategy;
@@ -228,12 +229,34 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         }
     }
     int64_t sent = rowlock__now_us();
-    if (rc == 0)
-        rc = rowlock_renew(e->shadow, lease_ms);
-    int64_t done = rowlock__now_us();
     char msg[ROWLOCK__ERRMSG_MAX];
-    rowlock__strlcpy(msg, rowlock_client_errmsg(k->conn), sizeof msg);
-    uint64_t sid = rowlock__db_thread_id(k->conn);
+    uint64_t sid;
+    if (e->fd >= 0) {
+        /* for-update: the lock is the session; its keep-alive runs on the
+         * application's connection when the application is not using it
+         * (db.c's connection mutex), and waits for the answer no longer
+         * than the safe time. */
+        rowlock_client *ac = e->lock->client;
+        sid = e->st.session_id;
+        msg[0] = '\0';
+        rc = rowlock__db_ping_session(ac, (unsigned long)sid, e->safe_until, &sent, msg, sizeof msg);
+        if (rc == ROWLOCK_EBUSY) {
+            /* The application's thread has a statement on it, which keeps
+             * the session alive too: look again in a moment. */
+            pthread_mutex_lock(&k->mu);
+            e->busy--;
+            e->renewing = 0;
+            pthread_cond_broadcast(&k->idle);
+            e->next_us = rowlock__now_us() + 10000;
+            return;
+        }
+    } else {
+        if (rc == 0)
+            rc = rowlock_renew(e->shadow, lease_ms);
+        rowlock__strlcpy(msg, rowlock_client_errmsg(k->conn), sizeof msg);
+        sid = rowlock__db_thread_id(k->conn);
+    }
+    int64_t done = rowlock__now_us();
     pthread_mutex_lock(&k->mu);
     e->busy--;
     e->renewing = 0;
@@ -311,7 +334,7 @@ static void *renewer_main(void *arg)
         int64_t now = rowlock__now_us(), next = now + KEEP_TICK_US;
         rowlock__kept *due = NULL;
         for (rowlock__kept *e = k->head; e; e = e->next) {
-            if (e->fd >= 0 || e->st.state == ROWLOCK_KEEP_LOST || e->renewing)
+            if ((e->fd >= 0 && !e->ping) || e->st.state == ROWLOCK_KEEP_LOST || e->renewing)
                 continue;
             if (e->next_us <= now) {
                 due = e;
@@ -347,11 +370,11 @@ static void *watcher_main(void *arg)
         for (rowlock__kept *e = k->head; e; e = e->next) {
             if (e->notified)
                 continue;
-            if (e->st.state == ROWLOCK_KEEP_LOST || (e->fd < 0 && now >= e->safe_until - e->warn_us)) {
+            if (e->st.state == ROWLOCK_KEEP_LOST || now >= e->safe_until - e->warn_us) {
                 due = e;
                 break;
             }
-            if (e->fd < 0 && e->safe_until - e->warn_us < next)
+            if (e->safe_until - e->warn_us < next)
                 next = e->safe_until - e->warn_us;
         }
         if (due != NULL) {
@@ -579,7 +602,9 @@ static int track(rowlock_lock *l, int64_t sent_us)
     e->held_multi = l->held_multi;
     e->fn = l->keep.on_event;
     e->arg = l->keep.arg;
-    e->lease_ms = l->keep.lease_ms ? l->keep.lease_ms : l->lease_ms;
+    /* for-update: the lease is the holding session's wait_timeout, set at
+     * the grant (or by rowlock_renew()); a keep-alive does not change it. */
+    e->lease_ms = l->keep.lease_ms && !session ? l->keep.lease_ms : l->lease_ms;
     e->interval_us = (l->keep.interval_ms ? l->keep.interval_ms : e->lease_ms / 3) * 1000;
     if (e->interval_us < 1000)
         e->interval_us = 1000;
@@ -597,18 +622,19 @@ static int track(rowlock_lock *l, int64_t sent_us)
     e->st.token = l->token;
     if (session) {
         e->fd = rowlock__db_socket(c);
-        e->safe_until = INT64_MAX;
+        e->ping = c->owns_mysql;
         e->st.session_id = rowlock__db_thread_id(c);
         if (e->fd < 0) {
             free(e);
             return rowlock__fail(c, ROWLOCK_EDB, "keep %s (for-update): the client has no open connection", l->shown);
         }
-    } else {
-        /* The renewer makes the shadow handle on its first renewal. */
-        /* The grant's own lease counts from the start of the acquire call. */
-        e->safe_until = sent_us + l->lease_ms * 1000 - drift_us(l->lease_ms);
-        e->next_us = sent_us + e->interval_us;
     }
+    /* The renewer makes the shadow handle on its first renewal. The
+     * grant's own lease counts from the start of the acquire call; for
+     * for-update, the server ends the holding session after the lease
+     * without a statement on it (its wait_timeout), so the same bound holds. */
+    e->safe_until = sent_us + l->lease_ms * 1000 - drift_us(l->lease_ms);
+    e->next_us = sent_us + e->interval_us;
     pthread_mutex_lock(&k->mu);
     e->next = k->head;
     k->head = e;
@@ -638,9 +664,16 @@ void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
         return;
     pthread_mutex_lock(&k->mu);
     rowlock__kept *e = find(k, l);
-    if (e && e->fd < 0 && e->st.state != ROWLOCK_KEEP_LOST) {
+    if (e && e->st.state != ROWLOCK_KEEP_LOST) {
         int64_t until = sent_us + lease_ms * 1000 - drift_us(lease_ms);
-        if (until > e->safe_until)
+        if (e->fd >= 0 && lease_ms != e->lease_ms) {
+            /* for-update: the session's wait_timeout is now this lease, and
+             * the keep-alives count with it; a shorter one ends the old
+             * bound (the renewal ran after any keep-alive: db.c's mutex). */
+            e->lease_ms = lease_ms;
+            e->interval_us = lease_ms * 1000 / 3 < 1000 ? 1000 : lease_ms * 1000 / 3;
+            e->safe_until = until;
+        } else if (until > e->safe_until)
             e->safe_until = until;
         if (e->st.state == ROWLOCK_KEEP_UNKNOWN) {
             e->st.state = ROWLOCK_KEEP_HELD;

@@ -257,6 +257,25 @@ const char *rowlock__db_server_info(rowlock_client *c);
 unsigned long rowlock__db_thread_id(rowlock_client *c);
 
 int rowlock__db_socket(rowlock_client *c);          /* the connection's socket, or -1 */
+/* The connection's mutex (recursive): held by rowlock__db_exec/simple for a
+ * whole statement and by rowlock__db_ping_session, so the keeper's thread
+ * may keep a for-update session alive on the application's own connection
+ * without ever sharing a round trip with the application's thread. */
+void rowlock__db_mutex_init(rowlock_client *c);
+void rowlock__db_mutex_destroy(rowlock_client *c);
+/*
+ * Keeper thread: prove that the session with server id `session_id` is
+ * alive (one `DO 1`, which also resets the server's idle timer for it,
+ * wait_timeout), waiting for the answer until `deadline_us` (monotonic) at
+ * most. *sent_us is when it was sent. Never reconnects. Returns 0 (alive),
+ * ROWLOCK_EBUSY (the application's thread is using the connection: try again
+ * shortly, nothing was sent), ROWLOCK_ENOTOWNER (the session is not up, or
+ * it ended, or no answer came by the deadline: then the connection is cut
+ * here, so every later use fails at once and reconnects), or ROWLOCK_EDB.
+ * msg (cap bytes) says why on failure.
+ */
+int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_t deadline_us, int64_t *sent_us,
+                             char *msg, size_t cap);
 void rowlock__db_abandon(rowlock_client *c);        /* close our descriptor without a COM_QUIT (fork child) */
 void rowlock__db_thread_init(void);
 void rowlock__db_thread_end(void);
@@ -375,6 +394,11 @@ struct rowlock_client {
     rowlock__logsink *log;
     const char *conn_role;
     int64_t conn_lost_us; /* monotonic time the connection was found lost, 0 none */
+    /* Monotonic time the last statement on the connection ended (db.c): an
+     * idle connection is checked for a server-side close before it is used. */
+    int64_t last_io_us;
+    pthread_mutex_t conn_mu; /* see rowlock__db_mutex_init */
+    long conn_mu_pid;        /* the process that initialised it (fork) */
     /* Which rule judges leases (lease_cluster.c): 0 not known yet, 1 the
      * server's clock (one server), 2 elapsed time seen by the taker (a
      * Galera node, wsrep_on). */

@@ -17,8 +17,24 @@
  *            a name: 4 more round trips (ROLLBACK, an autocommitted INSERT
  *            IGNORE of its row, then the two acquire statements again).
  *   release  1 round trip: COMMIT.
- *   renew    1 round trip: DO 1 — there is no lease; it proves the session
- *            (and so the row lock) is still alive.
+ *   renew    1 round trip: DO 1 (SET SESSION wait_timeout when the lease
+ *            changes): proves the session (and so the row lock) is alive and
+ *            restarts the server's idle timer for it.
+ * Lease: the lock lives as long as its session, and the session as long as
+ *   its holder is heard: at the grant the session's wait_timeout becomes the
+ *   lease (whole seconds, rounded up; at most 365 days, the server's limit),
+ *   so a holder that sends nothing for that long (a dead host, a silent
+ *   partition, a NAT that forgot the flow, or a holder that neither renews
+ *   nor keeps) has its session ended by the server, which rolls back and
+ *   grants the next waiter. The server's timer needs nothing from the client
+ *   or the network, and a statement of the application's own in the lock's
+ *   transaction restarts it too. Cost: one SET on a session's first grant
+ *   (or when the lease changes), none after; the keeper's keep-alive (DO 1)
+ *   every third of the lease while kept. A session of ours stays at the
+ *   lease after the release, and when it idles longer the server closes it
+ *   and the next call opens another (db.c sees the close without a round
+ *   trip); a wrapped session (the application's) is given back its own
+ *   wait_timeout at the release (one more round trip each way).
  * Shared mode: the same with LOCK IN SHARE MODE instead of FOR UPDATE
  *   (LOCK_*_SHARED): InnoDB's S locks coexist and exclude an X lock. Fair
  *   across modes: InnoDB queues a new S request behind a waiting X request
@@ -41,6 +57,7 @@
  */
 #include "rowlock_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The token's clock part must be read when the row lock is granted, not when
@@ -79,6 +96,8 @@ typedef struct fu_client {
     int mode;           /* the mode the transaction holds the row in */
     uint64_t token;
     int wsrep_checked;  /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
+    long wait_s;        /* the session's wait_timeout as set by us; 0: not set on this session */
+    int saved;          /* wrapped: the application's wait_timeout is in @rowlock_wait_timeout */
 } fu_client;
 #define FU(c) ((fu_client *)rowlock__strategy_client_state((c), &rowlock__strategy_for_update))
 
@@ -91,6 +110,52 @@ static void fu_session_ended(rowlock_client *c, void *state)
     f->count = 0;
     f->name[0] = '\0';
     f->wsrep_checked = 0;
+    f->wait_s = 0;
+    f->saved = 0;
+}
+
+/* The server's limit for wait_timeout (Linux): 365 days. */
+#define FU_WAIT_MAX_S 31536000L
+
+static long wait_seconds(int64_t lease_ms)
+{
+    long s = (long)((lease_ms + 999) / 1000);
+    return s < 1 ? 1 : s;
+}
+
+/* Make the session's wait_timeout the lease (see the head of this file). */
+static int set_wait(rowlock_client *c, fu_client *f, long wait_s, const char *what)
+{
+    if (f->wait_s == wait_s)
+        return 0;
+    char sql[160];
+    if (!c->owns_mysql && !f->saved)
+        snprintf(sql, sizeof sql,
+                 "/* rowlock:fu-wait-timeout */ SET @rowlock_wait_timeout = @@session.wait_timeout, "
+                 "SESSION wait_timeout = %ld", wait_s);
+    else
+        snprintf(sql, sizeof sql, "/* rowlock:fu-wait-timeout */ SET SESSION wait_timeout = %ld", wait_s);
+    int rc = rowlock__db_simple(c, what, sql);
+    if (rc == 0) {
+        f->wait_s = wait_s;
+        if (!c->owns_mysql)
+            f->saved = 1;
+    }
+    return rc;
+}
+
+/* A wrapped session gets the application's wait_timeout back. */
+static void restore_wait(rowlock_client *c, fu_client *f)
+{
+    if (!f->saved)
+        return;
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    (void)rowlock__db_simple(c, "release (for-update): restore wait_timeout",
+                             "/* rowlock:fu-wait-restore */ SET SESSION wait_timeout = @rowlock_wait_timeout");
+    rowlock__error_restore(c, &keep);
+    f->saved = 0;
+    f->wait_s = 0;
 }
 
 static int check_cluster(rowlock_lock *l)
@@ -128,7 +193,6 @@ static int rollback(rowlock_client *c)
 
 static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
-    (void)lease_ms;
     rowlock_client *c = l->client;
     fu_client *f = FU(c);
     if (f->count > 0) {
@@ -149,6 +213,11 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                              "transaction; use another client for a second for-update lock",
                              l->shown, held);
     }
+    if (lease_ms > FU_WAIT_MAX_S * 1000)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "acquire %s (for-update): lease %lld ms is longer than the server's longest "
+                             "wait_timeout (365 days), which bounds a for-update lock's life",
+                             l->shown, (long long)lease_ms);
     int rc = check_cluster(l);
     if (rc)
         return rc;
@@ -166,6 +235,13 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     for (int created = 0;; created = 1) {
         if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))
             return rc;
+        /* Inside the transaction: the session cannot be swapped for a new
+         * one (db.c's idle check never replaces one in a transaction). */
+        if ((rc = set_wait(c, f, wait_seconds(lease_ms), "acquire (for-update): lease"))) {
+            if (c->connected)
+                rollback(c);
+            return rc;
+        }
         const int shared = l->mode == ROWLOCK_MODE_SHARED;
         const char *sql = shared ? LOCK_FOREVER_SHARED : LOCK_FOREVER;
         long variant = 0;
@@ -227,9 +303,12 @@ static int lost(rowlock_lock *l, const char *what)
     fu_client *f = FU(c);
     f->count = 0;
     f->name[0] = '\0';
+    if (!c->owns_mysql)
+        restore_wait(c, f);
     return rowlock__fail(c, ROWLOCK_ENOTOWNER,
                          "%s %s (for-update): not the owner any more: the transaction holding it ended "
-                         "(connection lost, or the application committed or rolled back)",
+                         "(connection lost, the server ended the session after a lease without a statement "
+                         "from the holder, or the application committed or rolled back)",
                          what, l->shown);
 }
 
@@ -244,7 +323,8 @@ static int fu_alive(rowlock_lock *l, const char *what)
 {
     rowlock_client *c = l->client;
     fu_client *f = FU(c);
-    if (f->count == 0 || strcmp(f->name, l->name) != 0 || !c->connected || !rowlock__db_in_transaction(c))
+    /* (db_in_transaction is 0 on a connection the keeper's keep-alive cut) */
+    if (f->count == 0 || strcmp(f->name, l->name) != 0 || !rowlock__db_in_transaction(c))
         return lost(l, what);
     return 0;
 }
@@ -265,16 +345,26 @@ static int fu_release(rowlock_lock *l)
         return lost(l, "release");
     f->count = 0;
     f->name[0] = '\0';
+    if (rc == 0 && !c->owns_mysql)
+        restore_wait(c, f);
     return rc;
 }
 
 static int fu_renew(rowlock_lock *l, int64_t lease_ms)
 {
-    (void)lease_ms;
+    rowlock_client *c = l->client;
+    fu_client *f = FU(c);
+    if (lease_ms > FU_WAIT_MAX_S * 1000)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "renew %s (for-update): lease %lld ms is longer than the server's longest "
+                             "wait_timeout (365 days)", l->shown, (long long)lease_ms);
     int rc = fu_alive(l, "renew");
     if (rc)
         return rc;
-    rc = rowlock__db_simple(l->client, "renew (for-update)", "/* rowlock:fu-renew */ DO 1");
+    if (f->wait_s != wait_seconds(lease_ms))
+        rc = set_wait(c, f, wait_seconds(lease_ms), "renew (for-update)");
+    else
+        rc = rowlock__db_simple(c, "renew (for-update)", "/* rowlock:fu-renew */ DO 1");
     if (session_lost(l->client, rc))
         return lost(l, "renew");
     return rc ? rc : fu_alive(l, "renew");

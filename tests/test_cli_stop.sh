@@ -15,7 +15,10 @@
 #  3. only the supervisor is stopped (SIGSTOP of the rowlock process, not
 #     its group) while COMMAND runs on: COMMAND is killed before the lease
 #     could end, by the watchdog process, and the next holder's grant
-#     comes after its last timestamp.
+#     comes after its last timestamp. for-update too (issue 24 item 1): the
+#     stopped supervisor's keeper no longer keeps the session alive, the
+#     server ends it after the lease, and the next holder is granted while
+#     the supervisor is still stopped.
 #
 # Environment (from tests/CMakeLists.txt): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
@@ -114,7 +117,7 @@ check $? "--kill-after 1 with a 3 s lease runs" "$(cat "$W/fits.err")"
 # ---------------------------------------------------------------------------
 # 3. the supervisor alone is stopped; COMMAND runs on
 # ---------------------------------------------------------------------------
-for s in insert optimistic; do
+for s in insert optimistic for-update; do
     D=$W/$s-stopped
     mkdir -p "$D"
     name="stop-$s-sup"

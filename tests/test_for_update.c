@@ -1,9 +1,11 @@
 /*
  * The for-update strategy: a transaction holds the row until release, so a
- * dead holder frees the lock as soon as the server notices, there is no
- * lease, and one client holds at most one for-update name.
+ * dead holder frees the lock as soon as the server notices, a holder that
+ * says nothing for a lease has its session ended by the server (the
+ * session's wait_timeout), and one client holds at most one for-update name.
  *
  *     test_for_update main    wait bound, one name per client, renew, probe,
+ *                             the lease (silent holder, renewals, keeper),
  *                             application transactions on a wrapped connection
  *     test_for_update fault   kill -9 / crash of the holder process; restart
  *                             and crash of a PRIVATE server
@@ -91,6 +93,63 @@ static void test_renew__succeeds_while_the_transaction_lives(void **state)
     assert_rc(rowlock_renew(la, 0), ROWLOCK_EINVALID, a);
 }
 
+/* Issue 24 item 1: a for-update lock has a bounded life. A holder that
+ * sends nothing for its lease (a dead host, a silent partition, or just no
+ * renewal) has its session ended by the server, and the waiter gets the lock:
+ * not before the lease (no double grant), and without the holder's help. */
+static void test_lease__a_silent_holder_loses_the_lock_after_its_lease(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-lease"), *lb = L(b, "fu-lease");
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    int64_t granted_a = tu_now_us();
+    assert_rc(rowlock_acquire(lb, 10000, 0), 0, b);
+    double after = (double)(tu_now_us() - granted_a) / 1000.0;
+    if (after < 950.0)
+        fail_msg("the waiter was granted %.1f ms after a grant with a 1000 ms lease", after);
+    /* The holder learns it at its next call, and its client works again. */
+    assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a);
+    assert_msg_has(a, "without a statement");
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+static void test_lease__renewals_and_the_keeper_keep_it_past_the_lease(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-lease-kept"), *lb = L(b, "fu-lease-kept");
+    /* Renewals every 300 ms: held for 2.5 leases. */
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    for (int i = 0; i < 8; i++) {
+        tu_sleep_ms(300);
+        assert_rc(rowlock_renew(la, 1000), 0, a);
+    }
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+
+    /* The keeper keeps the holding session alive on the client's own
+     * connection while the application does nothing, and gives a finite
+     * safe-until time. */
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    assert_rc(rowlock_keep(la, &ko), 0, a);
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    tu_sleep_ms(2500);
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    assert_rc(rowlock_keep_status(la, &ki), 0, a);
+    assert_int_equal(ki.state, ROWLOCK_KEEP_HELD);
+    assert_true(ki.renewals >= 3);
+    int64_t now = rowlock_monotonic_us();
+    if (ki.safe_until_us <= now || ki.safe_until_us > now + 1000000)
+        fail_msg("safe_until is %lld us from now with a 1000 ms lease", (long long)(ki.safe_until_us - now));
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
 static void test_force_release__is_unsupported_for_a_for_update_name(void **state)
 {
     (void)state;
@@ -158,6 +217,28 @@ static void test_wrapped__application_commit_releases_the_lock(void **state)
     /* The client is usable again afterwards. */
     assert_rc(rowlock_acquire(la, 0, 0), 0, a);
     assert_rc(rowlock_release(la), 0, a);
+    tu_lock_free(la);
+    tu_client_free(a);
+    tu_mysql_close(m);
+}
+
+/* The lease is the session's wait_timeout while held; a wrapped session (the
+ * application's) gets its own value back at the release. */
+static void test_wrapped__wait_timeout_is_the_lease_while_held_and_given_back(void **state)
+{
+    (void)state;
+    void *m = NULL;
+    rowlock_client *a = wrapped_client(&m);
+    rowlock_lock *la = L(a, "fu-appwait");
+    int ok = 0;
+    assert_int_equal(tu_mysql_query(m, "SET SESSION wait_timeout = 777"), 0);
+    assert_rc(rowlock_acquire(la, 0, 4500), 0, a);
+    assert_int_equal(tu_mysql_int(m, &ok, "SELECT @@session.wait_timeout"), 5);
+    assert_true(ok);
+    assert_rc(rowlock_renew(la, 2000), 0, a);
+    assert_int_equal(tu_mysql_int(m, &ok, "SELECT @@session.wait_timeout"), 2);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(tu_mysql_int(m, &ok, "SELECT @@session.wait_timeout"), 777);
     tu_lock_free(la);
     tu_client_free(a);
     tu_mysql_close(m);
@@ -364,10 +445,13 @@ int main(int argc, char **argv)
         TU_TEST(test_wait__bound_is_honoured),
         TU_TEST(test_second_name__on_the_same_client_is_unsupported),
         TU_TEST(test_renew__succeeds_while_the_transaction_lives),
+        TU_TEST(test_lease__a_silent_holder_loses_the_lock_after_its_lease),
+        TU_TEST(test_lease__renewals_and_the_keeper_keep_it_past_the_lease),
         TU_TEST(test_force_release__is_unsupported_for_a_for_update_name),
         TU_TEST(test_inspect__probes_without_blocking_or_taking_the_lock),
         TU_TEST(test_wrapped__application_commit_releases_the_lock),
         TU_TEST(test_wrapped__acquire_inside_an_application_transaction_is_refused),
+        TU_TEST(test_wrapped__wait_timeout_is_the_lease_while_held_and_given_back),
     };
     const struct CMUnitTest fault_tests[] = {
         TU_TEST(test_kill9__of_the_holder_hands_the_lock_to_the_waiter_at_once),

@@ -240,7 +240,7 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
  * threads stop with it, the lease ends on the server, and without this a
  * next holder would overlap COMMAND. The watchdog:
  *   - reads deadlines (CLOCK_MONOTONIC us, int64) from a socket; INT64_MAX
- *     means none (for-update: no lease); -1 means "done, exit";
+ *     means none; -1 means "done, exit";
  *   - holds a pidfd of COMMAND, opened by the supervisor before COMMAND
  *     could be reaped, so a reused pid is never hit; it exits as soon as
  *     COMMAND has exited (the pidfd turns readable);
@@ -560,7 +560,7 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
     }
     rl_lock_opts_done(&o);
     ra->o = o;
-    if (ra->grace_us >= 0 && ra->o.strategy != ROWLOCK_STRATEGY_FOR_UPDATE &&
+    if (ra->grace_us >= 0 &&
         (ra->grace_us + reap_us_for(o.lease_ms)) * 2 > o.lease_ms * 1000) {
         int64_t need_ms = (ra->grace_us + reap_us_for(o.lease_ms)) * 2 / 1000;
         fprintf(stderr,
@@ -1135,9 +1135,9 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     if (ra.o.verbose && ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
         if (rowlock_keep_status(l, &ki) == 0)
-            fprintf(stderr, "%s: keeping '%s': watching the holding session %" PRIu64 " (for-update has no "
-                            "lease; COMMAND is stopped as soon as the session ends)\n",
-                    PROG, shown, ki.session_id);
+            fprintf(stderr, "%s: keeping '%s': watching the holding session %" PRIu64 " and keeping it alive (the "
+                            "server ends it after %.3g s without a statement: the lease)\n",
+                    PROG, shown, ki.session_id, (double)ra.o.lease_ms / 1000.0);
     }
     {
         watchdog wd;

@@ -619,7 +619,7 @@ class Lock:
     def acquire(self, wait=_UNSET, lease=_UNSET):
         """Acquire the lock; returns its fencing token. wait: 0 tries once, N
         waits up to N seconds, None waits forever. lease: seconds (None: the
-        library's default, 30 s; for-update has no lease). Either one not
+        library's default, 30 s; for-update: the session's wait_timeout). Either one not
         given: the one given to Client.lock(). Raises Busy when another
         owner holds it. Re-entrant: each acquire needs a release."""
         cp = self._check()

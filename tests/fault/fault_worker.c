@@ -7,7 +7,7 @@
  *   fault_worker loop --defaults-file F --table T --name N --strategy S
  *                     --log LOG --dir DIR [--lease-ms L] [--wait-ms W]
  *                     [--hold-ms H] [--count K] [--seconds S]
- *                     [--io-timeout-ms MS] [--counter-ms MS]
+ *                     [--io-timeout-ms MS] [--counter-ms MS] [--keep 1]
  *                     [--plant skip-lock|reuse-token|counter-outside]
  *   fault_worker section --log LOG --dir DIR [--hold-ms H] [--counter-ms MS]
  *                     (COMMAND of `rowlock run`: name and token come from
@@ -23,7 +23,11 @@
  *   inc     the deliberately non-atomic counter: read DIR/counter.NAME,
  *           sleep --counter-ms, write value+1 (no lock of its own: two
  *           overlapping holders lose an update)
- *   hold    sleep --hold-ms; the library worker renews every lease/3
+ *   hold    sleep --hold-ms; the library worker renews every lease/3, or
+ *           with --keep 1 has the library's keeper renew (for-update: keep
+ *           the session alive) and ends the section early, how = lost, once
+ *           the lock is lost or its safe time is 100 ms from running out
+ *           (the application's side of "stop before the lock can pass on")
  *   fence   a write to the fenced store DIR/fence.NAME with the token: accepted
  *           only if token >= the highest the store has seen (flock(2) makes
  *           the compare-and-write atomic); rejected writes are also appended
@@ -248,7 +252,7 @@ static int fence_write(const char *dir, const char *name, uint64_t token, const 
 typedef struct opts {
     const char *defaults_file, *table, *name, *strategy, *log, *dir, *plant;
     int64_t lease_ms, wait_ms, hold_ms, seconds, io_timeout_ms;
-    int counter_ms;
+    int counter_ms, keep;
     long count;
     uint64_t token;
 } opts;
@@ -293,6 +297,8 @@ static void parse(opts *o, int argc, char **argv)
             o->io_timeout_ms = atoll(v);
         else if (strcmp(a, "--counter-ms") == 0)
             o->counter_ms = atoi(v);
+        else if (strcmp(a, "--keep") == 0)
+            o->keep = atoi(v);
         else if (strcmp(a, "--count") == 0)
             o->count = atol(v);
         else if (strcmp(a, "--token") == 0)
@@ -411,6 +417,11 @@ static int run_loop(opts *o)
                 fprintf(stderr, "fault_worker: %s\n", rowlock_client_errmsg(c));
                 return 2;
             }
+            rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+            if (o->keep && rowlock_keep(l, &ko) != 0) {
+                fprintf(stderr, "fault_worker: keep: %s\n", rowlock_client_errmsg(c));
+                return 2;
+            }
         }
         t_req = now_us();
         if (!skip) {
@@ -447,7 +458,20 @@ static int run_loop(opts *o)
          * than the hold, the sleep ends at once and no renewal is tried:
          * the late write below is the one fencing must refuse. */
         hold_end = t_begin + o->hold_ms * 1000;
-        for (;;) {
+        while (o->keep && !skip) {
+            rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+            int64_t now = now_us();
+            if (got_term || now >= hold_end)
+                break;
+            if (rowlock_keep_status(l, &ki) != 0 || ki.state == ROWLOCK_KEEP_LOST ||
+                ki.state == ROWLOCK_KEEP_NONE || now >= ki.safe_until_us - 100000) {
+                how = "lost";
+                lost = 1;
+                break;
+            }
+            sleep_until(now + 20000 < hold_end ? now + 20000 : hold_end);
+        }
+        for (; !o->keep || skip;) {
             int64_t next = last_req + o->lease_ms * 1000 / 3;
             if (skip || lost || next > hold_end)
                 next = hold_end;

@@ -386,6 +386,10 @@ class Run:
                    "--hold-ms", str(hold), "--seconds", "1200"]
             if victim:
                 cmd += ["--io-timeout-ms", "1000"]
+                if getattr(g, "victim_keep", False):
+                    # The keeper renews (for-update: keeps the session
+                    # alive) and the worker stops before its safe time ends.
+                    cmd += ["--keep", "1"]
             if getattr(g, "plant", None):
                 cmd += ["--plant", g.plant]
             cmd += getattr(g, "extra", [])
@@ -689,11 +693,24 @@ def sc_pause(run, args):
     return fails
 
 
+BLACKHOLE_S = 2 * 2.0 + 0.5     # longer than the relay scenario's 2 s lease
+
+
 def sc_relay(run, args):
+    """Drop, then blackhole, the connection of one holder per group. A
+    blackhole is a silent partition (no FIN, no RST): the lock must pass to
+    another holder *during* it, for every strategy (issue 24 item 1: a
+    for-update session used to keep its row lock until the server's
+    wait_timeout, 8 h), and the cut-off holder must have stopped its section
+    before that grant: `rowlock run` by ending COMMAND (exit 75), a library
+    holder by watching its keeper's safe time (fault_worker --keep)."""
     gs = groups_for(run, "relay", args, n=3, hold_ms=300, lease_ms=2000, victim_relay=True,
                     victim_hold_ms=5000)
+    for g in gs:
+        g.victim_keep = True
     run.start()
     fails = []
+    cut = []    # (group, victim pgid, victim begin record, blackhole start)
     for kind in ("relay_drop", "relay_blackhole"):
         targets = []
         for g in gs:
@@ -702,23 +719,66 @@ def sc_relay(run, args):
             while h is None and time.monotonic() < deadline:
                 if g.victim_pgid is not None:
                     h = run.wait_holder(g, 1, pgid=g.victim_pgid)
+                if h is not None and kind == "relay_blackhole" and now_us() - int(h[1]["t"]) > 1000000:
+                    # Late in its hold, the section could end on its own
+                    # before the lease: cut one that has > 3 s left.
+                    h = None
+                    time.sleep(0.02)
             if h is None:
                 fails.append("%s: the relayed worker never held the lock" % g.name)
                 continue
             targets.append((g, h))
             run.fault(kind, pid=h[0], group=g.name)
+            t_cut = now_us()
             if kind == "relay_drop":
                 g.relay.drop()
             else:
                 g.relay.blackhole()
+                cut.append((g, h[0], h[1], t_cut))
             g.injections += 1
         if kind == "relay_blackhole":
-            time.sleep(2 * 2.0 + 0.5)     # longer than the lease
+            time.sleep(BLACKHOLE_S)
             for g, h in targets:
                 run.fault("relay_restore", pid=h[0], group=g.name)
                 g.relay.restore()
         # Let the victims finish their (long) sections.
         time.sleep(5.5)
+    recs = run.tail()
+    for g, pgid, b, t_cut in cut:
+        fails += check_passed_on(run, recs, g, pgid, b, t_cut, BLACKHOLE_S)
+    return fails
+
+
+def check_passed_on(run, recs, g, pgid, b, t_cut, within_s):
+    """The victim (process group pgid, section b) was cut off at t_cut: some
+    other holder began a section of g's name before within_s had passed, and
+    the victim's section ended (how lost/terminated) before that began."""
+    def group_of(r):
+        return r["ppid"] if r.get("via") == "cli" else r["pid"]
+    nxt = [r for r in recs if r.get("ev") == "begin" and r.get("name") == g.name
+           and int(r["t"]) > t_cut and group_of(r) != pgid]
+    nxt.sort(key=lambda r: int(r["t"]))
+    if not nxt or int(nxt[0]["t"]) - t_cut > within_s * 1e6:
+        return ["%s: the lock did not pass on while its holder was cut off by a silent partition "
+                "(next grant %s s after the cut; the partition lasted %.1f s)"
+                % (g.name, "%.2f" % ((int(nxt[0]["t"]) - t_cut) / 1e6) if nxt else "never", within_s)]
+    t_next = int(nxt[0]["t"])
+    ends = [r for r in recs if r.get("ev") == "end" and r.get("gid") == b["gid"]]
+    if not ends:
+        return ["%s: the cut-off holder's section %s has no end record (it did not stop)" % (g.name, b["gid"])]
+    e = ends[0]
+    fails = []
+    if e.get("how") not in ("lost", "terminated"):
+        fails.append("%s: the cut-off holder's section ended '%s', not lost/terminated" % (g.name, e.get("how")))
+    if int(e["t"]) > t_next:
+        fails.append("%s: the cut-off holder stopped %.1f ms AFTER the next grant (double grant)"
+                     % (g.name, (int(e["t"]) - t_next) / 1000.0))
+    if g.via == "cli":
+        rcs = [rc for pid, rc in run.cli_rcs.get(g.name, []) if pid == pgid]
+        if rcs != [75]:
+            fails.append("%s: the cut-off `rowlock run` exited %s, expected 75" % (g.name, rcs))
+    log("%s: cut at 0, holder stopped at %+.2f s, next grant at %+.2f s"
+        % (g.name, (int(e["t"]) - t_cut) / 1e6, (t_next - t_cut) / 1e6))
     return fails
 
 
@@ -748,7 +808,11 @@ def sc_db_error(run, args):
     # statements (cl-*) and those of shared/semaphore names (hold-*) never
     # run here. Drawn, they left whole runs without one injection (the check
     # below then failed at random).
-    tags = [t for t in seam_tags() if not t.startswith(("cl-", "hold-"))]
+    # fu-keep is the keeper's keep-alive of a for-update session, which
+    # these workers (renewing themselves, no keeper) never send, and
+    # fu-wait-restore runs only on a wrapped connection.
+    tags = [t for t in seam_tags() if not t.startswith(("cl-", "hold-"))
+            and t not in ("fu-keep", "fu-wait-restore")]
     if not worker or not os.path.exists(worker) or not tags:
         # PLACEHOLDER until the seam (branch `arch`) is on main.
         log("db_error: PLACEHOLDER - no fault seam in this build (FAULT_WORKER_SEAM unset or no "
