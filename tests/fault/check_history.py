@@ -38,17 +38,29 @@ Written by the orchestrator (tests/fault/faultrun.py):
                       shutdown; pid: the process group hit (a worker, or a
                       `rowlock run` and its COMMAND), 0 for server/relay faults
   cli_exit pid rc t   `rowlock run` (pid = its process group) exited with rc
+  tick gid pid t next  a slow-to-stop COMMAND was alive at t; had it lived to
+                      `next`, another tick would have come
+  sigterm gid pid t   a slow-to-stop COMMAND got SIGTERM (and went on)
 
 What is checked
 ---------------
 A section is EXCUSED ("paused or had its lock taken") when its process group
-was paused during it, or the product told it the lock was lost (end.how lost
-or terminated, or its `rowlock run` exited 75). A section without an end
-record ends at the kill of its process group (how = killed), or at its
-`releasing` record if it wrote one: its protected work was over then, and a
-kill inside the release call does not extend it (a next holder granted in
-between is no double grant; the counter and the fenced store still judge
-every write).
+was paused during it, or, for a library section, the product told it the
+lock was lost (end.how lost or terminated): the library worker finishes its
+section anyway, and the fenced store judges its writes. A `rowlock run`
+section is never excused by its exit 75: `rowlock run` promises that
+COMMAND is gone before the lock could pass on (issue 24), so its end must
+come before the next grant, with one exception, documented: a for-update
+section whose session the server ended early (relay_drop, server_kill:
+the server ends the session and grants the next waiter at once, or as soon
+as it is back, and COMMAND hears of it later, then has its grace: only the
+token covers that). A section without an end record ends
+at the kill of its process group (how = killed), or at its `releasing`
+record if it wrote one: its protected work was over then, and a kill inside
+the release call does not extend it (a next holder granted in between is no
+double grant; the counter and the fenced store still judge every write); a
+slow-to-stop COMMAND (FAULT_SLOW_STOP) that `rowlock run` killed ends where
+its ticks say it could last have been alive (how = stopped).
 
 1. double grant: two sections of one name from different grants overlap in
    time and neither is excused;
@@ -83,7 +95,7 @@ LEASE_EPS_PPM = 1000
 class Section:
     __slots__ = ("gid", "name", "pid", "ppid", "token", "strategy", "via", "req",
                  "begin", "end", "how", "rc", "lease_ms", "last_req", "paused",
-                 "released", "releasing", "fences", "incs")
+                 "released", "releasing", "fences", "incs", "alive_until", "session_cut")
 
     def __init__(self, r):
         self.gid = r["gid"]
@@ -105,6 +117,8 @@ class Section:
         self.releasing = None
         self.fences = []
         self.incs = []
+        self.alive_until = None
+        self.session_cut = False
 
     @property
     def groups(self):
@@ -112,6 +126,8 @@ class Section:
 
     @property
     def excused(self):
+        if self.via == "cli":
+            return self.paused or self.session_cut
         return self.paused or self.how in ("lost", "terminated")
 
     def __repr__(self):
@@ -165,7 +181,7 @@ def build(recs):
                 # the history rather than judge it wrongly.
                 raise ValueError("gid %r begins twice: section ids must be unique" % r["gid"])
             secs[r["gid"]] = Section(r)
-        elif ev in ("inc", "renew", "fence", "releasing", "end"):
+        elif ev in ("inc", "renew", "fence", "releasing", "end", "tick", "sigterm"):
             s = secs.get(r["gid"])
             if s is None:
                 continue
@@ -178,6 +194,10 @@ def build(recs):
                 s.fences.append(r)
             elif ev == "releasing":
                 s.releasing = int(r["t"])
+            elif ev == "tick":
+                s.alive_until = max(s.alive_until or 0, int(r["next"]))
+            elif ev == "sigterm":
+                pass
             else:
                 s.end = int(r["t"])
                 s.how = r.get("how", "completed")
@@ -195,17 +215,30 @@ def build(recs):
             kills[f["pid"]].append(int(f["t"]))
         elif f["kind"] == "pause":
             pauses[f["pid"]].append(int(f["t"]))
+    drops = collections.defaultdict(list)   # lock name (None: every name) -> [(pgid, t)]
+    for f in faults:
+        if f["kind"] in ("relay_drop", "server_kill"):
+            drops[f.get("group")].append((f.get("pid"), int(f["t"])))
     for s in secs.values():
         if s.end is None:
             ks = [t for g in s.groups for t in kills.get(g, []) if t >= s.begin]
             s.end = min(ks) if ks else t_last
             s.how = "killed" if ks else "open"
+            if not ks and s.alive_until is not None:
+                # Killed by its own `rowlock run` (SIGKILL after the grace):
+                # alive until its ticks stop.
+                s.end = min(s.alive_until, t_last)
+                s.how = "stopped"
             if s.releasing is not None and s.releasing < s.end:
                 # Killed (or cut off) inside its release: its protected work
                 # ended when it logged `releasing`.
                 s.end = s.releasing
         if any(s.begin <= t <= s.end for g in s.groups for t in pauses.get(g, [])):
             s.paused = True
+        if s.strategy == "for-update" and any(
+                s.begin <= t <= s.end and (pid in s.groups or not pid)
+                for pid, t in drops.get(s.name, []) + drops.get(None, [])):
+            s.session_cut = True
         if s.via == "cli":
             # The exit of this section's `rowlock run`: the first exit of
             # its pid after the section began (a later process may reuse it).

@@ -12,7 +12,13 @@
  *   fault_worker section --log LOG --dir DIR [--hold-ms H] [--counter-ms MS]
  *                     (COMMAND of `rowlock run`: name and token come from
  *                      ROWLOCK_NAME / ROWLOCK_TOKEN; FAULT_SPAWN_US, set by
- *                      the orchestrator, is when `rowlock run` was started)
+ *                      the orchestrator, is when `rowlock run` was started;
+ *                      FAULT_SLOW_STOP=ignore makes it deaf to SIGTERM, =MS
+ *                      makes it take MS ms to stop after SIGTERM: a COMMAND
+ *                      slow to stop, which `rowlock run` must still end
+ *                      before the lease could; it then logs a "tick" record
+ *                      every 50 ms, every 10 ms after SIGTERM, so the
+ *                      checker knows until when a SIGKILLed one ran)
  *   fault_worker fence --dir DIR --name N --token T [--log LOG]
  *                     (one fenced write; exit 0 accepted, 3 rejected)
  *
@@ -337,9 +343,35 @@ static int run_section(opts *o)
         name, gid, (int)getpid(), (int)getppid(), token, strategy ? strategy : "?",
         spawn ? spawn : "0", t_begin, lease ? lease : "0");
     counter_inc(o->dir, name, token, gid, o->counter_ms);
-    /* A SIGTERM (lease lost) ends the hold at once and goes on to the write:
-     * the worst case a fenced resource must survive. */
-    sleep_until(t_begin + o->hold_ms * 1000);
+    const char *slow = getenv("FAULT_SLOW_STOP");
+    if (slow != NULL && *slow != '\0') {
+        /* Slow to stop: SIGTERM is noted and the hold goes on (for ever,
+         * or MS ms more), ticking, until it ends or SIGKILL comes. */
+        int64_t hold_end = t_begin + o->hold_ms * 1000, stop_at = INT64_MAX;
+        int termed = 0;
+        for (;;) {
+            int64_t now = now_us(), period = termed ? 10000 : 50000;
+            if (got_term && !termed) {
+                termed = 1;
+                rec("{\"ev\":\"sigterm\",\"gid\":\"%s\",\"pid\":%d,\"t\":%" PRId64 "}", gid, (int)getpid(), now);
+                if (strcmp(slow, "ignore") != 0)
+                    stop_at = now + atoll(slow) * 1000;
+                period = 10000;
+            }
+            if (now >= hold_end || now >= stop_at)
+                break;
+            rec("{\"ev\":\"tick\",\"gid\":\"%s\",\"pid\":%d,\"t\":%" PRId64 ",\"next\":%" PRId64 "}", gid,
+                (int)getpid(), now, now + period + 5000);
+            int64_t until = now + period;
+            struct timespec ts = { (time_t)(until / 1000000), (long)(until % 1000000) * 1000 };
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR && !(got_term && !termed)) {
+            }
+        }
+    } else {
+        /* A SIGTERM (lease lost) ends the hold at once and goes on to the
+         * write: the worst case a fenced resource must survive. */
+        sleep_until(t_begin + o->hold_ms * 1000);
+    }
     t_end = now_us();
     ok = fence_write(o->dir, name, token, gid);
     (void)ok;
@@ -515,8 +547,8 @@ static int run_loop(opts *o)
             }
             if (rc == ROWLOCK_ENOTOWNER)
                 how = "lost";
-            else if (rc != 0)
-                how = "unknown";
+            else if (rc != 0 && !lost)
+                how = "unknown"; /* (lost: the keeper or a renewal said so already) */
             if (rc != 0 && rowlock_lock_held(l) > 0) {
                 /* Start over with a fresh handle and connection. */
                 rowlock_lock_free(l);
