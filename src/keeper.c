@@ -212,7 +212,7 @@ static void mark_lost(rowlock__keeper *k, rowlock__kept *e, int code, const char
 /* One renewal of a lease lock, mutex held on entry and exit. Renewer thread. */
 static void renew_one(rowlock__keeper *k, rowlock__kept *e)
 {
-    int64_t lease_ms = e->lease_ms;
+    int64_t lease_ms = e->lease_ms, safe_until = e->safe_until;
     e->busy++;
     e->renewing = 1;
     pthread_mutex_unlock(&k->mu);
@@ -239,7 +239,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         rowlock_client *ac = e->lock->client;
         sid = e->st.session_id;
         msg[0] = '\0';
-        rc = rowlock__db_ping_session(ac, (unsigned long)sid, e->safe_until, &sent, msg, sizeof msg);
+        rc = rowlock__db_ping_session(ac, (unsigned long)sid, safe_until, &sent, msg, sizeof msg);
         if (rc == ROWLOCK_EBUSY) {
             /* The application's thread has a statement on it, which keeps
              * the session alive too: look again in a moment. */
