@@ -213,6 +213,7 @@ static void mark_lost(rowlock__keeper *k, rowlock__kept *e, int code, const char
 static void renew_one(rowlock__keeper *k, rowlock__kept *e)
 {
     int64_t lease_ms = e->lease_ms, safe_until = e->safe_until;
+    uint64_t session = e->st.session_id;
     e->busy++;
     e->renewing = 1;
     pthread_mutex_unlock(&k->mu);
@@ -237,7 +238,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
          * (db.c's connection mutex), and waits for the answer no longer
          * than the safe time. */
         rowlock_client *ac = e->lock->client;
-        sid = e->st.session_id;
+        sid = session;
         msg[0] = '\0';
         rc = rowlock__db_ping_session(ac, (unsigned long)sid, safe_until, &sent, msg, sizeof msg);
         if (rc == ROWLOCK_EBUSY) {
