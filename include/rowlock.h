@@ -422,8 +422,9 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
 
 /** Wait forever (for rowlock_acquire's wait_ms). */
 #define ROWLOCK_WAIT_FOREVER (-1)
-/** Longest lease: 366 days. */
-#define ROWLOCK_LEASE_MAX_MS (366LL * 24 * 3600 * 1000)
+/** Longest lease: 365 days (the server's longest wait_timeout, which is a
+ *  for-update lock's lease). */
+#define ROWLOCK_LEASE_MAX_MS (365LL * 24 * 3600 * 1000)
 /** Lease used when 0 is given. */
 #define ROWLOCK_LEASE_DEFAULT_MS 30000
 

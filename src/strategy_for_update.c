@@ -114,9 +114,8 @@ static void fu_session_ended(rowlock_client *c, void *state)
     f->saved = 0;
 }
 
-/* The server's limit for wait_timeout (Linux): 365 days. */
-#define FU_WAIT_MAX_S 31536000L
-
+/* ROWLOCK_LEASE_MAX_MS is the server's limit for wait_timeout (365 days),
+ * so every lease fits. */
 static long wait_seconds(int64_t lease_ms)
 {
     long s = (long)((lease_ms + 999) / 1000);
@@ -191,6 +190,9 @@ static int rollback(rowlock_client *c)
     return 0;
 }
 
+static int lost(rowlock_lock *l, const char *what);
+static int session_lost(rowlock_client *c, int rc);
+
 static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
@@ -202,7 +204,17 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                                      "acquire %s (for-update, exclusive): this client holds it shared; release it "
                                      "first (no upgrade from shared to exclusive)",
                                      l->shown);
-            f->count++; /* re-entry: the transaction already holds the row */
+            /* Re-entry: the transaction already holds the row. One statement
+             * on the session (the new lease, or DO 1) proves it alive, as
+             * the lease extension lock.c gives a re-entry promises. */
+            int rc = f->wait_s != wait_seconds(lease_ms)
+                         ? set_wait(c, f, wait_seconds(lease_ms), "acquire (for-update): re-entry")
+                         : rowlock__db_simple(c, "acquire (for-update): re-entry", "/* rowlock:fu-renew */ DO 1");
+            if (rc == 0 && !rowlock__db_in_transaction(c))
+                return lost(l, "acquire");
+            if (rc)
+                return session_lost(c, rc) ? lost(l, "acquire") : rc;
+            f->count++;
             l->token = f->token;
             return 0;
         }
@@ -213,11 +225,6 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                              "transaction; use another client for a second for-update lock",
                              l->shown, held);
     }
-    if (lease_ms > FU_WAIT_MAX_S * 1000)
-        return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "acquire %s (for-update): lease %lld ms is longer than the server's longest "
-                             "wait_timeout (365 days), which bounds a for-update lock's life",
-                             l->shown, (long long)lease_ms);
     int rc = check_cluster(l);
     if (rc)
         return rc;
@@ -354,10 +361,6 @@ static int fu_renew(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
     fu_client *f = FU(c);
-    if (lease_ms > FU_WAIT_MAX_S * 1000)
-        return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "renew %s (for-update): lease %lld ms is longer than the server's longest "
-                             "wait_timeout (365 days)", l->shown, (long long)lease_ms);
     int rc = fu_alive(l, "renew");
     if (rc)
         return rc;
