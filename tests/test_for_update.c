@@ -150,6 +150,25 @@ static void test_lease__renewals_and_the_keeper_keep_it_past_the_lease(void **st
     assert_rc(rowlock_release(lb), 0, b);
 }
 
+/* A re-entry extends the lease (lock.c's promise): it must reach the
+ * session, or the server would end it a lease after the first grant. */
+static void test_lease__a_re_entry_restarts_the_session_timer(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "fu-lease-reentry"), *lb = L(b, "fu-lease-reentry");
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    tu_sleep_ms(700);
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    assert_int_equal(rowlock_lock_held(la), 2);
+    tu_sleep_ms(700);
+    assert_rc(rowlock_acquire(lb, 0, 0), ROWLOCK_EBUSY, b);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
 static void test_force_release__is_unsupported_for_a_for_update_name(void **state)
 {
     (void)state;
@@ -447,6 +466,7 @@ int main(int argc, char **argv)
         TU_TEST(test_renew__succeeds_while_the_transaction_lives),
         TU_TEST(test_lease__a_silent_holder_loses_the_lock_after_its_lease),
         TU_TEST(test_lease__renewals_and_the_keeper_keep_it_past_the_lease),
+        TU_TEST(test_lease__a_re_entry_restarts_the_session_timer),
         TU_TEST(test_force_release__is_unsupported_for_a_for_update_name),
         TU_TEST(test_inspect__probes_without_blocking_or_taking_the_lock),
         TU_TEST(test_wrapped__application_commit_releases_the_lock),
