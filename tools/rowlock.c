@@ -53,7 +53,17 @@ static const struct command {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const char command_names[] = "run, status, list, release, migrate, lock, unlock";
+/* "run, status, ..., help": the names of the table above, and help (which
+ * dispatch() answers before the table), for "unknown command" messages. */
+static const char *command_names(char *buf, size_t cap)
+{
+    size_t k, n = 0;
+    for (k = 0; k < NCOMMANDS && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s, ", commands[k].name);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "help");
+    return buf;
+}
 
 static void print_main_help(void)
 {
@@ -114,7 +124,7 @@ static int dispatch(cli_conn *cc, int argc, char **argv)
 {
     const struct command *c;
     size_t w;
-    char *h;
+    char *h, names[256];
 
     if (strcmp(argv[0], "help") == 0)
         return cmd_help(argc, argv);
@@ -123,7 +133,7 @@ static int dispatch(cli_conn *cc, int argc, char **argv)
         return c->fn(cc, argc, argv);
     h = cli_human_str(argv[0], &w);
     fprintf(stderr, "%s: unknown command '%s' (%s; see rowlock --help)\n", PROG, h ? h : "?",
-            command_names);
+            command_names(names, sizeof names));
     free(h);
     return CLI_EX_USAGE;
 }
@@ -179,7 +189,8 @@ int main(int argc, char **argv)
         break;
     }
     if (i >= argc) {
-        fprintf(stderr, "%s: missing COMMAND (%s; see rowlock --help)\n", PROG, command_names);
+        char names[256];
+        fprintf(stderr, "%s: missing COMMAND (%s; see rowlock --help)\n", PROG, command_names(names, sizeof names));
         cli_conn_free(&cc);
         return CLI_EX_USAGE;
     }

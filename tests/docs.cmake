@@ -1,0 +1,10 @@
+# Docs that cannot drift (tests/test_docs.sh; no server), included from
+# tests/CMakeLists.txt. The man pages' own checks are man_pages
+# (tests/packaging.cmake).
+#
+# cli_unknown_command  `rowlock nosuch` lists every command of rowlock --help
+if(TARGET tool_rowlock)
+  add_test(NAME cli_unknown_command COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.sh unknown
+           ${PROJECT_SOURCE_DIR} $<TARGET_FILE:tool_rowlock>)
+  set_tests_properties(cli_unknown_command PROPERTIES LABELS "unit;doc" TIMEOUT 60)
+endif()

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# tests/test_docs.sh — what the docs say about the build, the CLI and the API
+# is what the build, the CLI and the API do. No server.
+#
+# Usage: test_docs.sh CHECK SRCDIR ...
+#   readme  SRCDIR SONAME CPACKCONFIG VERSION
+#           README.md (and the Python binding) name the library's soname
+#           (SONAME, from the built target) and its Debian package (from
+#           CPackConfig.cmake), never another; "Before X.Y" in README, docs/
+#           and man/ names no version later than the project's (VERSION)
+#   unknown SRCDIR ROWLOCK
+#           `rowlock nosuch` (and a missing command) lists every command of
+#           `rowlock --help`, and nothing else
+#   api     SRCDIR LIBROWLOCK.so
+#           man/librowlock.3 has a .Fn for every function the library exports
+#           (nm -D) and every ROWLOCK_EXTERN function of include/rowlock.h
+set -u
+export LC_ALL=C
+CHECK=${1:?usage: test_docs.sh readme|unknown|api SRCDIR ...}
+SRC=${2:?usage: test_docs.sh CHECK SRCDIR ...}
+
+N=0 PASSED=0 FAILED=0
+pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
+fail() {
+    N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
+    local l; for l in "$@"; do [[ -n $l ]] && printf '%s\n' "$l" | sed 's/^/#   /'; done
+}
+# check DESCRIPTION PROBLEMS: pass when PROBLEMS is empty.
+check() { if [[ -z $2 ]]; then pass "$1"; else fail "$1" "$2"; fi; }
+
+case $CHECK in
+readme)
+    SONAME=${3:?soname} CPACKCONFIG=${4:?CPackConfig.cmake} VERSION=${5:?project version}
+    pkg=$(sed -n 's/^set(CPACK_DEBIAN_LIB_PACKAGE_NAME "\(.*\)")$/\1/p' "$CPACKCONFIG")
+    if [[ -z $pkg ]]; then
+        fail "CPACK_DEBIAN_LIB_PACKAGE_NAME is set in $CPACKCONFIG"
+    else
+        pass "the library package is $pkg, the soname $SONAME"
+    fi
+    readme=$SRC/README.md
+    check "README.md names the soname $SONAME" "$(grep -qF "$SONAME" "$readme" || echo "not found")"
+    check "README.md names no other librowlock.so.N" \
+        "$(grep -noE 'librowlock\.so\.[0-9]+' "$readme" | grep -vF ":$SONAME" || :)"
+    check "README.md names the library package $pkg" \
+        "$(grep -qE "(^|[^A-Za-z0-9_.-])$pkg([^A-Za-z0-9_.-]|$)" "$readme" || echo "not found")"
+    check "README.md names no other librowlockN package" \
+        "$(grep -noE 'librowlock[0-9]+' "$readme" | grep -vE ":$pkg$" || :)"
+    check "python/rowlock loads $SONAME" \
+        "$(grep -nE '^_SONAME = ' "$SRC/python/rowlock/__init__.py" | grep -vF "\"$SONAME\"" || :)"
+    # "Before 0.3, -s meant ..." in 0.2.0 promised a release that had not
+    # happened: a "Before X.Y" must name this version or an older one.
+    later=""
+    while IFS= read -r hit; do
+        v=$(grep -oE 'Before [0-9]+\.[0-9]+' <<<"${hit#*:*:}" | head -1) && v=${v#Before }
+        [[ -n $v ]] || continue
+        if [[ $(printf '%s\n%s\n' "$v" "${VERSION%.*}" | sort -V | tail -1) != "${VERSION%.*}" ]]; then
+            later+="$hit (the project is $VERSION)"$'\n'
+        fi
+    done < <(cd "$SRC" && grep -nHE 'Before [0-9]+\.[0-9]+' README.md docs/*.md man/* || :)
+    check "no \"Before X.Y\" in README.md, docs/ or man/ names a version after $VERSION" "$later"
+    ;;
+unknown)
+    ROWLOCK=${3:?the built rowlock}
+    # The commands of `rowlock --help`: the lines of its "Commands:" block.
+    cmds=$("$ROWLOCK" --help | sed -n '/^Commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' | sort -u)
+    if [[ -z $cmds ]]; then
+        fail "rowlock --help has a Commands: block"
+    else
+        pass "rowlock --help lists the commands $(echo $cmds)"
+    fi
+    for args in nosuch ""; do
+        # shellcheck disable=SC2086 # "" runs rowlock without arguments
+        msg=$("$ROWLOCK" $args 2>&1 >/dev/null); rc=$?
+        what="rowlock${args:+ $args}"
+        check "$what exits 64" "$( ((rc == 64)) || echo "exit $rc: $msg")"
+        # The list between "(" and "; see rowlock --help)".
+        listed=$(sed -n 's/.*(\([a-z, -]*\); see rowlock --help).*/\1/p' <<<"$msg" | tr -d ' ' | tr ',' '\n' | sort -u)
+        if [[ -z $listed ]]; then
+            fail "$what lists exactly the commands of rowlock --help" "no command list in: $msg"
+        else
+            check "$what lists exactly the commands of rowlock --help" \
+                "$(diff <(echo "$cmds") <(echo "$listed") | sed -n 's/^</missing:/p; s/^>/not in --help:/p')"
+        fi
+    done
+    ;;
+api)
+    LIB=${3:?the built librowlock.so}
+    page=$SRC/man/librowlock.3
+    exported=$(nm -D --defined-only "$LIB" | awk '$2 == "T" && $3 ~ /^rowlock_/ { print $3 }' | sort -u)
+    declared=$(sed -n 's/^ROWLOCK_EXTERN .*[ *]\(rowlock_[a-z0-9_]*\)(.*/\1/p' "$SRC/include/rowlock.h" | sort -u)
+    if [[ -z $exported || -z $declared ]]; then
+        fail "nm -D $LIB and include/rowlock.h give the exported functions" "exported: $exported" "declared: $declared"
+    else
+        pass "$(wc -w <<<"$exported") functions exported, $(wc -w <<<"$declared") declared ROWLOCK_EXTERN"
+    fi
+    missing=""
+    for f in $(printf '%s\n%s\n' "$exported" "$declared" | sort -u); do
+        grep -qE "^\.Fn $f( |$)" "$page" || missing+=" $f"
+    done
+    check "librowlock.3 has a .Fn for every exported and every ROWLOCK_EXTERN function" \
+        "${missing:+missing:$missing}"
+    # And nothing that is not a function of the library.
+    unknown=""
+    for f in $(sed -n 's/^\.Fn \(rowlock_[a-z0-9_]*\).*/\1/p' "$page" | sort -u); do
+        grep -qx "$f" <<<"$declared" || unknown+=" $f"
+    done
+    check "every rowlock_ function librowlock.3 names is declared in rowlock.h" "${unknown:+unknown:$unknown}"
+    ;;
+*)
+    echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, api)" >&2
+    exit 64
+    ;;
+esac
+
+printf '%d passed, %d failed\n' "$PASSED" "$FAILED"
+[[ $FAILED -eq 0 ]]
