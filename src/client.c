@@ -90,11 +90,11 @@ static int resolve_table(rowlock_client *c, const rowlock_client_options *o, con
         char shown[120];
         size_t n = strlen(t);
         rowlock_escape(shown, sizeof shown, t, n);
-        if (bad == ROWLOCK__TABLE_RESERVED)
-            return rowlock__fail(c, ROWLOCK_EINVALID,
-                                 "%s: invalid lock table name '%s' (%s): rowlock_schema and names ending in _queue "
-                                 "or _token are rowlock's own tables",
-                                 what, shown, from);
+        if (bad == ROWLOCK__TABLE_RESERVED) {
+            char reserved[100];
+            return rowlock__fail(c, ROWLOCK_EINVALID, "%s: invalid lock table name '%s' (%s): %s are rowlock's own tables",
+                                 what, shown, from, rowlock__table_reserved_text(reserved, sizeof reserved));
+        }
         if (n > ROWLOCK_TABLE_MAX)
             return rowlock__fail(c, ROWLOCK_EINVALID,
                                  "%s: invalid lock table name '%s' (%s): %zu bytes, the limit is %d", what, shown,

@@ -66,9 +66,13 @@ void rowlock__sleep_us(int64_t us);
 /* Returns NULL if valid, else a static reason. */
 const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at);
 /* 0 valid; ROWLOCK_EINVALID (bad characters or length); ROWLOCK__TABLE_RESERVED
- * (rowlock_schema, or ending in _queue/_token: rowlock's own objects). */
+ * (rowlock's own objects: rowlock__table_reserved_text() lists them). */
 #define ROWLOCK__TABLE_RESERVED 1
 int rowlock__table_name_check(const char *t);
+/* "rowlock_schema and names ending in _token, ...": the names that
+ * rowlock__table_name_check() refuses as reserved, from the same list, in
+ * buf (64 bytes are enough). Returns buf. */
+const char *rowlock__table_reserved_text(char *buf, size_t cap);
 /* NULL if the server (mysql_get_server_info, mysql_get_server_version) is
  * one rowlock supports (MariaDB 10.6+), else a static reason. */
 const char *rowlock__server_check(const char *info, unsigned long version);

@@ -2,6 +2,7 @@
 #include "rowlock_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -131,6 +132,12 @@ static int ends_with_ci(const char *s, size_t n, const char *suffix)
     return n >= k && strncasecmp(s + n - k, suffix, k) == 0;
 }
 
+/* rowlock's own objects beside every lock table <t>: its token sequence,
+ * waiter queue, token floor and holders table (sql/0001-0004). One list for
+ * the check and for the message that explains a refusal. */
+static const char *const table_suffixes[] = { "_token", "_queue", "_floor", "_hold" };
+#define NSUFFIXES (sizeof table_suffixes / sizeof table_suffixes[0])
+
 int rowlock__table_name_check(const char *t)
 {
     if (t == NULL || *t == '\0')
@@ -144,14 +151,24 @@ int rowlock__table_name_check(const char *t)
     if (n > ROWLOCK_TABLE_MAX)
         return ROWLOCK_EINVALID;
     /* rowlock's own objects: the version table, and every lock table's
-     * sequence, queue, token floor and holders table (a lock table "x_queue" would be
-     * table x's queue).
+     * objects (a lock table "x_queue" would be table x's queue).
      * Compared without case: table names may be case-insensitive on the
      * server (lower_case_table_names). */
-    if (strcasecmp(t, "rowlock_schema") == 0 || ends_with_ci(t, n, "_queue") || ends_with_ci(t, n, "_token") ||
-        ends_with_ci(t, n, "_floor") || ends_with_ci(t, n, "_hold"))
+    if (strcasecmp(t, "rowlock_schema") == 0)
         return ROWLOCK__TABLE_RESERVED;
+    for (size_t k = 0; k < NSUFFIXES; k++)
+        if (ends_with_ci(t, n, table_suffixes[k]))
+            return ROWLOCK__TABLE_RESERVED;
     return 0;
+}
+
+const char *rowlock__table_reserved_text(char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "rowlock_schema and names ending in ");
+    for (size_t k = 0; k < NSUFFIXES && n < cap; k++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", k == 0 ? "" : k + 1 == NSUFFIXES ? " or " : ", ",
+                              table_suffixes[k]);
+    return buf;
 }
 
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)

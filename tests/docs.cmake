@@ -3,8 +3,12 @@
 # (tests/packaging.cmake).
 #
 # cli_unknown_command  `rowlock nosuch` lists every command of rowlock --help
+# cli_reserved_tables  --table=<one of rowlock's own objects> is refused, the
+#                   message naming exactly what sql/ creates
 if(TARGET tool_rowlock)
   add_test(NAME cli_unknown_command COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.sh unknown
            ${PROJECT_SOURCE_DIR} $<TARGET_FILE:tool_rowlock>)
-  set_tests_properties(cli_unknown_command PROPERTIES LABELS "unit;doc" TIMEOUT 60)
+  add_test(NAME cli_reserved_tables COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_docs.sh tables
+           ${PROJECT_SOURCE_DIR} $<TARGET_FILE:tool_rowlock>)
+  set_tests_properties(cli_unknown_command cli_reserved_tables PROPERTIES LABELS "unit;doc" TIMEOUT 60)
 endif()

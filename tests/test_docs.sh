@@ -11,12 +11,16 @@
 #   unknown SRCDIR ROWLOCK
 #           `rowlock nosuch` (and a missing command) lists every command of
 #           `rowlock --help`, and nothing else
+#   tables  SRCDIR ROWLOCK
+#           a lock table named like one of rowlock's own objects (what sql/
+#           creates: rowlock_schema, {{table}}_SUFFIX) is refused (64) with a
+#           message that lists exactly those names
 #   api     SRCDIR LIBROWLOCK.so
 #           man/librowlock.3 has a .Fn for every function the library exports
 #           (nm -D) and every ROWLOCK_EXTERN function of include/rowlock.h
 set -u
 export LC_ALL=C
-CHECK=${1:?usage: test_docs.sh readme|unknown|api SRCDIR ...}
+CHECK=${1:?usage: test_docs.sh readme|unknown|tables|api SRCDIR ...}
 SRC=${2:?usage: test_docs.sh CHECK SRCDIR ...}
 
 N=0 PASSED=0 FAILED=0
@@ -83,6 +87,23 @@ unknown)
         fi
     done
     ;;
+tables)
+    ROWLOCK=${3:?the built rowlock}
+    suffixes=$(grep -ohE '\{\{table\}\}_[a-z]+' "$SRC"/sql/[0-9]*.sql | sed 's/^{{table}}//' | sort -u)
+    pass "sql/ creates rowlock_schema and <table>{$(echo $suffixes | tr ' ' ',')}"
+    for t in rowlock_schema $(sed 's/^/locks/' <<<"$suffixes"); do
+        # Refused before any connection is made: no server needed.
+        msg=$("$ROWLOCK" --table="$t" --host=127.0.0.1 --port=1 status x 2>&1 >/dev/null); rc=$?
+        listed=$(sed -n "s/.*: rowlock_schema and names ending in \(.*\) are rowlock's own tables.*/\1/p" <<<"$msg" |
+            sed 's/, / /g; s/ or / /g' | tr ' ' '\n' | sort -u)
+        if ((rc != 64)) || [[ -z $listed ]]; then
+            fail "--table=$t is refused (64) as one of rowlock's own tables" "exit $rc: $msg"
+        else
+            check "--table=$t is refused (64), naming exactly the reserved names" \
+                "$(diff <(echo "$suffixes") <(echo "$listed") | sed -n 's/^</not named:/p; s/^>/not created by sql\/:/p')"
+        fi
+    done
+    ;;
 api)
     LIB=${3:?the built librowlock.so}
     page=$SRC/man/librowlock.3
@@ -107,7 +128,7 @@ api)
     check "every rowlock_ function librowlock.3 names is declared in rowlock.h" "${unknown:+unknown:$unknown}"
     ;;
 *)
-    echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, api)" >&2
+    echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, tables, api)" >&2
     exit 64
     ;;
 esac

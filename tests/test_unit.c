@@ -386,13 +386,41 @@ static void test_table_name_check__refuses_everything_else(void **state)
 static void test_table_name_check__refuses_rowlocks_own_objects(void **state)
 {
     (void)state;
-    const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token", "locks_floor", "X_Floor" };
+    const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token", "locks_floor", "X_Floor",
+                          "locks_hold", "x_HOLD" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rowlock__table_name_check(bad[i]) != ROWLOCK__TABLE_RESERVED)
             fail_msg("table name \"%s\" was not refused as reserved", bad[i]);
     assert_int_equal(rowlock__table_name_check("queue_locks"), 0);
     assert_int_equal(rowlock__table_name_check("rowlock_schemas"), 0);
     assert_int_equal(rowlock__table_name_check("tokens"), 0);
+}
+
+/* The refusal's message and the check come from one list: every name the
+ * message gives is refused, and so is every object the migrations create. */
+static void test_table_name_check__the_message_lists_exactly_what_is_refused(void **state)
+{
+    (void)state;
+    char text[100], t[80];
+    const char *created[] = { "_token", "_queue", "_floor", "_hold" }; /* {{table}}_... in sql/ */
+    const char *p = rowlock__table_reserved_text(text, sizeof text);
+    size_t named = 0;
+    assert_string_equal(text, "rowlock_schema and names ending in _token, _queue, _floor or _hold");
+    assert_ptr_equal(p, text);
+    for (p = strstr(text, " in ") + 4; *p; named++) {
+        size_t n = strcspn(p, ", ");
+        snprintf(t, sizeof t, "locks%.*s", (int)n, p);
+        if (rowlock__table_name_check(t) != ROWLOCK__TABLE_RESERVED)
+            fail_msg("the message names %.*s, but \"%s\" is not refused", (int)n, p, t);
+        p += n;
+        p += strspn(p, ", ");
+        if (strncmp(p, "or ", 3) == 0)
+            p += 3;
+    }
+    assert_int_equal(named, sizeof created / sizeof created[0]);
+    for (size_t i = 0; i < sizeof created / sizeof created[0]; i++)
+        if (strstr(text, created[i]) == NULL)
+            fail_msg("the message does not name %s", created[i]);
 }
 
 static void test_escape__controls_c1_and_bad_utf8_never_reach_the_output(void **state)
@@ -655,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_table_name_check__accepts_identifier_characters_up_to_57_bytes),
         cmocka_unit_test(test_table_name_check__refuses_everything_else),
         cmocka_unit_test(test_table_name_check__refuses_rowlocks_own_objects),
+        cmocka_unit_test(test_table_name_check__the_message_lists_exactly_what_is_refused),
         cmocka_unit_test(test_escape__controls_c1_and_bad_utf8_never_reach_the_output),
         cmocka_unit_test(test_name_check__accepts_1_to_255_bytes_of_utf8),
         cmocka_unit_test(test_name_check__refuses_bad_names_with_a_reason),
