@@ -32,7 +32,7 @@ CREATE SEQUENCE IF NOT EXISTS `{{table}}_token`
 --   strategy     1 insert, 2 for-update, 3 optimistic: fixed from the row's
 --                creation until the reaper purges it, so two strategies never
 --                both hold one name.
---   mode         0 exclusive. Reserved for shared (read) and fair modes.
+--   mode         0 exclusive; 1 a name used shared or as a semaphore (0004).
 --   owner        the holder's identity (insert/optimistic); NULL when free.
 --                for-update holders are row locks and are never written here.
 --   count        re-entrant hold count of owner; 0 when free.
@@ -40,7 +40,7 @@ CREATE SEQUENCE IF NOT EXISTS `{{table}}_token`
 --                compared by the CAS UPDATE).
 --   acquired_at, expires_at  server clock in UTC (UTC_TIMESTAMP(6)). A released row keeps
 --                expires_at = the release time, so the reaper can purge it.
---   attrs        reserved for later features (waiter queue, lease hints).
+--   attrs        unused (reserved for later features).
 CREATE TABLE IF NOT EXISTS `{{table}}` (
   name         VARBINARY(255) NOT NULL,
   strategy     TINYINT UNSIGNED NOT NULL,

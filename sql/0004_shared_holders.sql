@@ -1,6 +1,5 @@
--- 0004 (numbered 0003 on the modes branch until galera's 0003 lands; the
--- file does not depend on it, so renumbering is a rename): shared (read)
--- locks and counting semaphores for the insert strategy.
+-- 0004: shared (read) locks and counting semaphores for the insert
+-- strategy.
 --
 -- Minimum server: MariaDB 10.3 (ADD COLUMN IF NOT EXISTS, instant ADD
 -- COLUMN); tested on MariaDB 10.11. Used by the insert strategy's shared and

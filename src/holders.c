@@ -1,8 +1,7 @@
 /*
  * Shared (read) locks and counting semaphores of the insert strategy: names
  * with several holders, kept in a holders table beside the names table
- * (schema: sql/0003_shared_holders.sql, which becomes 0004 once galera's
- * 0003 lands).
+ * (schema: sql/0004_shared_holders.sql).
  *
  * Design
  *

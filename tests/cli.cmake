@@ -21,7 +21,7 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   unset(_cli_defaults_file)
 endif()
 
-# issue 13: the main cases as the least-privilege account of sql/grants.sql,
+# The main cases as the least-privilege account of sql/grants.sql,
 # and a read-only account's refusal (uses the shared sandbox's root.cnf).
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper AND TARGET tool_rowlock_demo)
   add_test(NAME privileges COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_privileges.sh)
@@ -40,8 +40,8 @@ if(TARGET tool_rowlock)
   set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
-# What a local attacker or an unusual shell must not get (tests/test_cli_trust.sh,
-# issue 25): option files others can write, a forged answer on unlock's
+# What a local attacker or an unusual shell must not get (tests/test_cli_trust.sh):
+# option files others can write, a forged answer on unlock's
 # socket, a lock given up under eval "$(... | cat)", a false busy for run -n.
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   add_test(NAME cli_trust COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_trust.sh)
@@ -57,13 +57,13 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   set_property(TEST cli_json APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
-# --verbose prints the library's events (tests/test_cli_log.sh; issue 18 item 8).
+# --verbose prints the library's events (tests/test_cli_log.sh).
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   add_test(NAME cli_log COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli_log.sh)
   rowlock_db_test(cli_log TIMEOUT 120)
   set_property(TEST cli_log APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
-# rowlock run speaks flock(1) (tests/test_cli_flock.sh, issue 17): util-linux's
+# rowlock run speaks flock(1) (tests/test_cli_flock.sh): util-linux's
 # flock scenarios with a lock name, every flock option and exit status,
 # shared locks and semaphores from the command line.
 if(TARGET tool_rowlock)
@@ -71,7 +71,7 @@ if(TARGET tool_rowlock)
   rowlock_db_test(cli_flock TIMEOUT 300)
   set_property(TEST cli_flock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
-# Issue 24 items 3-5 (tests/test_cli_ops.sh), on a private server (it sets
+# Server states (tests/test_cli_ops.sh), on a private server (it sets
 # read_only and max_connections and drops tables): transient server states
 # are waited out, migrate repairs dropped objects, one table of exit codes.
 if(TARGET tool_rowlock)

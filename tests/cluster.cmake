@@ -1,4 +1,4 @@
-# The cluster suite (label `cluster`, issue 16): rowlock on a private 3-node
+# The cluster suite (label `cluster`): rowlock on a private 3-node
 # MariaDB Galera cluster on 127.0.0.1, started by tools/rowlock-cluster in the
 # fixture `cluster` and stopped (by pid) by its cleanup test, which ctest runs
 # even when a test fails. Every test of the label holds the RESOURCE_LOCK

@@ -1,4 +1,4 @@
-# What an installed rowlock gives a user (issue 18), included from
+# What an installed rowlock gives a user, included from
 # tests/CMakeLists.txt.
 #
 # install: tests/test_install.sh installs this

@@ -1,5 +1,5 @@
 /*
- * rowlock-bench --modes: shared locks and semaphores (issue 17).
+ * rowlock-bench --modes: shared locks and semaphores.
  *
  *   rowlock-bench --modes [--seconds S] [--hold-us N] [CONNECTION OPTIONS]
  *

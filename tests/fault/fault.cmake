@@ -1,4 +1,4 @@
-# Fault-injection suite with a history checker (issue 15): tests/fault/.
+# Fault-injection suite with a history checker: tests/fault/.
 # Included from tests/CMakeLists.txt. Every test here has the label `fault`;
 # those that start a private server (tools/rowlock-sandbox in a temporary
 # directory, never the shared test server) hold RESOURCE_LOCK
@@ -71,7 +71,7 @@ while(_fault_scenarios)
     ENVIRONMENT "${_fault_env}")
 endwhile()
 
-# A product bug found by fault_soak (issue 15), fixed in src/lock.c
+# A product bug found by fault_soak, fixed in src/lock.c
 # (adopt_leftover): an insert or optimistic claim that reaches the server
 # after its acquire gave up (read timeout, ROWLOCK_EDB) still commits; the
 # same client's next acquire used to count it re-entrant (the same token after
