@@ -57,20 +57,37 @@ if [[ $renderers == 0 ]]; then
     exit 77
 fi
 
-# Every long option a tool's --help lists is in its man page.
-# opts_of PAGE HELPTEXT: the --options in HELPTEXT missing from PAGE.
+# Every option a tool's --help lists is in its man page, and every command of
+# `rowlock --help` has its entry. The lists come from --help, so a new command
+# or option is checked as soon as --help shows it.
+# missing_opts PAGE HELPTEXT: the options of HELPTEXT missing from PAGE.
 missing_opts() {
     local page=$1 help=$2 o miss=""
-    for o in $(grep -oE -- '--[a-z][a-z-]*' <<<"$help" | sort -u); do
-        # mdoc writes --opt as "Fl -opt".
-        grep -qE -- "Fl -${o#--}( |$)" "$page" || miss+=" $o"
+    # Long options anywhere in the text; short ones from the option lines
+    # ("  -s, --shared", "  -x, -e, --exclusive").
+    for o in $(grep -oE -- '--[a-z][a-z-]*' <<<"$help" | sort -u) \
+        $(sed -nE 's/^ +((-[A-Za-z], )+).*/\1/p' <<<"$help" | grep -oE -- '-[A-Za-z]' | sort -u); do
+        # mdoc writes --opt as "Fl -opt", -s as "Fl s".
+        grep -qE -- "Fl ${o#-}( |$)" "$page" || miss+=" $o"
     done
     printf '%s' "$miss"
 }
 if [[ -n $BINDIR ]]; then
+    # The commands: the "Commands:" block of rowlock --help.
+    cmds=$("$BINDIR/rowlock" --help | sed -n '/^Commands:/,/^$/p' |
+        sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' | sort -u)
+    if [[ -n $cmds ]]; then
+        pass "rowlock --help lists commands: $(echo $cmds)"
+    else
+        fail "rowlock --help lists commands (a Commands: block)"
+    fi
     help=$("$BINDIR/rowlock" --help)
-    for c in run status list release migrate lock unlock permits; do
-        help+=$'\n'$("$BINDIR/rowlock" "$c" --help)
+    for c in $cmds; do
+        if h=$("$BINDIR/rowlock" "$c" --help 2>&1); then
+            help+=$'\n'$h
+        else
+            fail "rowlock $c --help exits 0" "$h"
+        fi
     done
     miss=$(missing_opts "$MANDIR/rowlock.1" "$help")
     if [[ -z $miss ]]; then
@@ -78,12 +95,16 @@ if [[ -n $BINDIR ]]; then
     else
         fail "rowlock.1 documents every option of rowlock --help and COMMAND --help" "missing:$miss"
     fi
-    for c in run status list release migrate lock unlock permits; do
+    for c in $cmds; do
         if grep -qE "^\.(It )?Cm $c( |$)" "$MANDIR/rowlock.1"; then
             pass "rowlock.1 documents the command '$c'"
         else
             fail "rowlock.1 documents the command '$c'"
         fi
+    done
+    # And the other way: a command the page describes is one rowlock has.
+    for c in $(sed -n 's/^\.It Cm \([a-z][a-z-]*\).*/\1/p' "$MANDIR/rowlock.1" | sort -u); do
+        grep -qx "$c" <<<"$cmds" || fail "rowlock.1's command '$c' is in rowlock --help"
     done
     miss=$(missing_opts "$MANDIR/rowlock-reaper.8" "$("$BINDIR/rowlock-reaper" --help)")
     if [[ -z $miss ]]; then

@@ -105,7 +105,9 @@ static int cmd_help(int argc, char **argv)
         free(h);
         return CLI_EX_USAGE;
     }
-    if (argc < 2) {
+    /* help, help help, help --help: help is a command of --help's list too. */
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
         print_main_help();
         return cli_finish_stdout(PROG, 0);
     }
@@ -150,7 +152,8 @@ int main(int argc, char **argv)
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             /* `rowlock --help [COMMAND]`; anything else would be ignored. */
             const struct command *c = i + 2 == argc ? find_command(argv[i + 1]) : NULL;
-            if (i != 1 || (argc > 2 && c == NULL)) {
+            int help_help = i + 2 == argc && strcmp(argv[i + 1], "help") == 0; /* rowlock --help help */
+            if (i != 1 || (argc > 2 && c == NULL && !help_help)) {
                 fprintf(stderr, "%s: --help takes no other arguments than a COMMAND\n", PROG);
                 cli_conn_free(&cc);
                 return CLI_EX_USAGE;
