@@ -17,7 +17,8 @@
 #           message that lists exactly those names
 #   api     SRCDIR LIBROWLOCK.so
 #           man/librowlock.3 has a .Fn for every function the library exports
-#           (nm -D) and every ROWLOCK_EXTERN function of include/rowlock.h
+#           (nm -D) and every ROWLOCK_EXTERN function of include/rowlock.h,
+#           and its synopsis gives their prototypes as the header does
 set -u
 export LC_ALL=C
 CHECK=${1:?usage: test_docs.sh readme|unknown|tables|api SRCDIR ...}
@@ -126,6 +127,20 @@ api)
         grep -qx "$f" <<<"$declared" || unknown+=" $f"
     done
     check "every rowlock_ function librowlock.3 names is declared in rowlock.h" "${unknown:+unknown:$unknown}"
+    # The synopsis gives each prototype as the header declares it.
+    hdr=$(tr '\n' ' ' <"$SRC/include/rowlock.h" | sed 's/;/;\n/g' |
+        sed -n 's/.*ROWLOCK_EXTERN \(ROWLOCK_WARN_UNUSED \)\{0,1\}\(.*rowlock_[a-z0-9_]*(.*\);$/\2/p' |
+        tr -s ' ' | sed 's/( /(/g; s/ )/)/g; s/ *$//' | grep -vE '[#/{]' | sort)
+    syn=$(sed -n '/^\.Sh SYNOPSIS/,/^\.Sh /p' "$page" | awk '
+        /^\.Ft / { ret = substr($0, 5); next }
+        /^\.Fn / {
+            line = substr($0, 5); name = line; sub(/ .*/, "", name)
+            args = ""; n = split(line, q, "\"")
+            for (i = 2; i <= n; i += 2) args = args (args == "" ? "" : ", ") q[i]
+            print ret ((ret ~ /\*$/) ? "" : " ") name "(" args ")"
+        }' | sort)
+    check "librowlock.3's synopsis has the prototypes of rowlock.h ($(wc -l <<<"$hdr"))" \
+        "$(diff <(echo "$hdr") <(echo "$syn") | sed -n 's/^</rowlock.h:  /p; s/^>/synopsis:   /p')"
     ;;
 *)
     echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, tables, api)" >&2
