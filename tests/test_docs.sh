@@ -61,7 +61,7 @@ readme)
         if [[ $(printf '%s\n%s\n' "$v" "${VERSION%.*}" | sort -V | tail -1) != "${VERSION%.*}" ]]; then
             later+="$hit (the project is $VERSION)"$'\n'
         fi
-    done < <(cd "$SRC" && grep -nHE 'Before [0-9]+\.[0-9]+' README.md docs/*.md man/* || :)
+    done < <(cd "$SRC" && { grep -nHE 'Before [0-9]+\.[0-9]+' README.md docs/*.md man/* || :; })
     check "no \"Before X.Y\" in README.md, docs/ or man/ names a version after $VERSION" "$later"
     ;;
 unknown)
@@ -71,7 +71,7 @@ unknown)
     if [[ -z $cmds ]]; then
         fail "rowlock --help has a Commands: block"
     else
-        pass "rowlock --help lists the commands $(echo $cmds)"
+        pass "rowlock --help lists the commands ${cmds//$'\n'/ }"
     fi
     for args in nosuch ""; do
         # shellcheck disable=SC2086 # "" runs rowlock without arguments
@@ -91,7 +91,7 @@ unknown)
 tables)
     ROWLOCK=${3:?the built rowlock}
     suffixes=$(grep -ohE '\{\{table\}\}_[a-z]+' "$SRC"/sql/[0-9]*.sql | sed 's/^{{table}}//' | sort -u)
-    pass "sql/ creates rowlock_schema and <table>{$(echo $suffixes | tr ' ' ',')}"
+    pass "sql/ creates rowlock_schema and <table>{${suffixes//$'\n'/,}}"
     for t in rowlock_schema $(sed 's/^/locks/' <<<"$suffixes"); do
         # Refused before any connection is made: no server needed.
         msg=$("$ROWLOCK" --table="$t" --host=127.0.0.1 --port=1 status x 2>&1 >/dev/null); rc=$?

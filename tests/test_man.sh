@@ -77,7 +77,7 @@ if [[ -n $BINDIR ]]; then
     cmds=$("$BINDIR/rowlock" --help | sed -n '/^Commands:/,/^$/p' |
         sed -n 's/^  \([a-z][a-z-]*\)\( .*\)\{0,1\}$/\1/p' | sort -u)
     if [[ -n $cmds ]]; then
-        pass "rowlock --help lists commands: $(echo $cmds)"
+        pass "rowlock --help lists commands: ${cmds//$'\n'/ }"
     else
         fail "rowlock --help lists commands (a Commands: block)"
     fi
