@@ -663,7 +663,7 @@ static void test_hostile__reserved_table_names_are_refused(void **state)
 {
     (void)state;
     static const char *bad[] = { "rowlock_schema", "ROWLOCK_SCHEMA", "t_client_queue", "t_client_token",
-                                 "x_Queue" };
+                                 "x_Queue", "t_client_floor", "t_client_hold" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rowlock_client *c = new_client();
         if (try_connect(c, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK) != ROWLOCK_EINVALID)
