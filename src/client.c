@@ -92,8 +92,9 @@ static int resolve_table(rowlock_client *c, const rowlock_client_options *o, con
         rowlock_escape(shown, sizeof shown, t, n);
         if (bad == ROWLOCK__TABLE_RESERVED) {
             char reserved[100];
-            return rowlock__fail(c, ROWLOCK_EINVALID, "%s: invalid lock table name '%s' (%s): %s are rowlock's own tables",
-                                 what, shown, from, rowlock__table_reserved_text(reserved, sizeof reserved));
+            return rowlock__fail(c, ROWLOCK_EINVALID,
+                                 "%s: invalid lock table name '%s' (%s): %s are rowlock's own tables", what, shown,
+                                 from, rowlock__table_reserved_text(reserved, sizeof reserved));
         }
         if (n > ROWLOCK_TABLE_MAX)
             return rowlock__fail(c, ROWLOCK_EINVALID,

@@ -193,7 +193,8 @@ int main(int argc, char **argv)
     }
     if (i >= argc) {
         char names[256];
-        fprintf(stderr, "%s: missing COMMAND (%s; see rowlock --help)\n", PROG, command_names(names, sizeof names));
+        fprintf(stderr, "%s: missing COMMAND (%s; see rowlock --help)\n", PROG,
+                command_names(names, sizeof names));
         cli_conn_free(&cc);
         return CLI_EX_USAGE;
     }
