@@ -89,6 +89,14 @@ out=$("$RL" --table=$T status --json "$e")
 json_ok "status --json of an exclusive lock: mode, permits, its one holder" "$out" \
     "d['mode'] == 'exclusive' and d['permits'] == 0 and len(d['holders']) == 1 and set(d['holders'][0]) == $HKEYS and d['holders'][0]['owner'] == '$EO' and d['holders'][0]['token'] == $ET and d['holders'][0]['granted'] is True and d['holders'][0]['live'] is True"
 
+# A for-update lock: a row lock, whose owner and mode the row does not say.
+f="${P}forupdate"
+eval "$("$RL" --table=$T lock -S for-update --pid $$ "$f")" || fail "lock -S for-update"
+out=$("$RL" --table=$T status --json "$f")
+json_ok "status --json of a for-update lock: held, one holder, owner and mode null" "$out" \
+    "d['held'] is True and d['strategy'] == 'for-update' and d['mode'] is None and len(d['holders']) == 1 and set(d['holders'][0]) == $HKEYS and d['holders'][0]['owner'] is None and d['holders'][0]['mode'] is None"
+"$RL" unlock >/dev/null 2>&1
+
 # Two shared holders (their supervisors watch this shell), then a queued
 # exclusive waiter.
 s="${P}shared \"q\""

@@ -96,15 +96,20 @@ static const char *mode_str(rowlock_mode m)
     return m == ROWLOCK_MODE_SHARED ? "shared" : "exclusive";
 }
 
-void rl_json_holder(FILE *f, const rowlock_holder_info *h)
+/* mode_known 0: a for-update holder, whose mode the row does not say. */
+static void json_holder(FILE *f, const rowlock_holder_info *h, int mode_known)
 {
     fputs("{\"owner\":", f);
     if (h->owner[0])
         cli_json_string(f, h->owner);
     else
         fputs("null", f);
-    fprintf(f, ",\"mode\":\"%s\",\"granted\":%s,\"live\":%s,\"count\":%u", mode_str(h->mode),
-            h->granted ? "true" : "false", h->live ? "true" : "false", h->count);
+    if (mode_known)
+        fprintf(f, ",\"mode\":\"%s\"", mode_str(h->mode));
+    else
+        fputs(",\"mode\":null", f);
+    fprintf(f, ",\"granted\":%s,\"live\":%s,\"count\":%u", h->granted ? "true" : "false",
+            h->live ? "true" : "false", h->count);
     if (h->token)
         fprintf(f, ",\"token\":%" PRIu64, h->token);
     else
@@ -119,6 +124,11 @@ void rl_json_holder(FILE *f, const rowlock_holder_info *h)
         fprintf(f, ",\"expires_in_ms\":%" PRId64 "}", h->expires_in_ms);
     else
         fputs(",\"expires_in_ms\":null}", f);
+}
+
+void rl_json_holder(FILE *f, const rowlock_holder_info *h)
+{
+    json_holder(f, h, 1);
 }
 
 void rl_json_lock(FILE *f, const rowlock_info *in, const rowlock_holder_info *h, size_t nh)
@@ -162,7 +172,7 @@ void rl_json_lock(FILE *f, const rowlock_info *in, const rowlock_holder_info *h,
         one.expires_in_ms = in->expires_in_ms;
         if (forupd) {
             fputs(",\"mode\":null,\"permits\":0,\"holders\":[", f);
-            rl_json_holder(f, &one);
+            json_holder(f, &one, 0);
             fputs("]}", f);
             return;
         }
