@@ -123,6 +123,9 @@ eval "$("$RL" --table=$T lock --permits=3 -l 60 --pid $$ "$m")" || fail "lock --
 out=$("$RL" --table=$T status --json "$m")
 json_ok "status --json of a semaphore: permits 3, one shared holder" "$out" \
     "d['permits'] == 3 and d['mode'] == 'shared' and len(d['holders']) == 1 and d['holders'][0]['owner'] == '$ROWLOCK_OWNER'"
+out=$("$RL" --table=$T status "$m")
+[[ $out == *"HOLDERS OF"*" shared "*"permits: 3"* ]] && pass "status (text) of a semaphore with one holder: its holder line and permits" \
+    || fail "status (text) of a semaphore with one holder: its holder line and permits" "$out"
 out=$("$RL" --table=$T permits --json "$m" 5)
 json_ok "permits --json: name and permits" "$out" "d == {'name': '$m', 'permits': 5}"
 out=$("$RL" --table=$T status --json "$m")

@@ -206,7 +206,7 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv)
         if (rl_print_table(&in, 1) != 0) {
             fprintf(stderr, "%s: out of memory\n", PROG);
             ex = CLI_EX_UNAVAILABLE;
-        } else if (!in.owner[0] || in.count > 1) {
+        } else if (in.strategy == ROWLOCK_STRATEGY_INSERT) {
             int hx = rl_print_holders(c, sa.pos[0]); /* a shared lock or semaphore: each holder */
             if (hx)
                 ex = hx;
