@@ -58,7 +58,7 @@ _rowlock_files()
 _rowlock_value()
 {
     case $1 in
-    --defaults-file | --socket | --ssl-ca) _rowlock_files "$2" ;;
+    --defaults-file | --socket | --ssl-ca | --metrics-file) _rowlock_files "$2" ;;
     --ssl-mode) _rowlock_add "$2" DISABLED PREFERRED REQUIRED VERIFY_CA VERIFY_IDENTITY ;;
     -S | --strategy) _rowlock_add "$2" insert for-update optimistic ;;
     --pause) _rowlock_add "$2" auto 0 ;;
@@ -68,7 +68,7 @@ _rowlock_value()
 # _rowlock_valued OPTION: is OPTION one that takes a separate value?
 _rowlock_valued()
 {
-    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code -k --kill-after --owner --pid --grace --batch --pause --max-seconds " in
+    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code -k --kill-after --owner --pid --grace --batch --pause --max-seconds --metrics-file " in
     *" $1 "*) return 0 ;;
     esac
     return 1
@@ -179,7 +179,7 @@ _rowlock()
         if [[ $cur == -* ]]; then
             _rowlock_add "$cur" $_rowlock_conn_opts --help --version
         else
-            _rowlock_add "$cur" run status list release migrate lock unlock permits help
+            _rowlock_add "$cur" run status list release migrate lock unlock permits metrics help
         fi
         ;;
     run)
@@ -218,7 +218,7 @@ _rowlock()
         ;;
     permits)
         if [[ $cur == -* ]]; then
-            _rowlock_add "$cur" --help $_rowlock_conn_opts
+            _rowlock_add "$cur" --json --help $_rowlock_conn_opts
         elif ((!name_done)); then
             _rowlock_names "$cur"
         fi
@@ -226,8 +226,11 @@ _rowlock()
     migrate)
         [[ $cur == -* ]] && _rowlock_add "$cur" --dry-run --json --help $_rowlock_conn_opts
         ;;
+    metrics)
+        [[ $cur == -* ]] && _rowlock_add "$cur" --names --json --help $_rowlock_conn_opts
+        ;;
     help)
-        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock permits
+        ((cmdi == _rl_cword - 1)) && _rowlock_add "$cur" run status list release migrate lock unlock permits metrics
         ;;
     esac
     return 0
@@ -247,7 +250,7 @@ _rowlock_reaper()
         _rowlock_value "$prev" "$cur"
     else
         _rowlock_add "$cur" --grace --batch --pause --max-seconds --dry-run --json --quiet \
-            --verbose --help --version $_rowlock_conn_opts
+            --verbose --metrics-file --help --version $_rowlock_conn_opts
     fi
     return 0
 }

@@ -876,8 +876,10 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
  */
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
 
-/* Shared locks and semaphores: multi-holder names (insert strategy). */
-#define ROWLOCK_HOLDER_INFO_VERSION 1
+/* Shared locks and semaphores: multi-holder names (insert strategy).
+ * Version 2 added acquired_at_us and expires_at_us (the library fills the
+ * struct it passes to the callback; a version 1 caller reads fewer fields). */
+#define ROWLOCK_HOLDER_INFO_VERSION 2
 
 /** One holder (or queued waiter) of a multi-holder name. */
 typedef struct rowlock_holder_info {
@@ -892,6 +894,9 @@ typedef struct rowlock_holder_info {
     uint64_t ticket;            /**< place in the name's FIFO queue */
     int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended */
     unsigned int permits;       /**< the name's permits (0: no limit) */
+    /* version 2 */
+    int64_t acquired_at_us;     /**< grant time, server clock, µs since the epoch (UTC); 0 while waiting */
+    int64_t expires_at_us;      /**< lease end (a waiter's: its entry's end), same clock */
 } rowlock_holder_info;
 
 /**
@@ -919,12 +924,52 @@ ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsi
  * Administrative release of holders of a multi-holder name: the holder
  * `owner`, or every holder and waiter when owner is NULL. Their release and
  * renew then fail with ROWLOCK_ENOTOWNER. (rowlock_force_release() on such
- * a name releases all.)
+ * a name releases all.) With an owner that holds no entry, the exclusive
+ * one-row holder of `name` is released if it is `owner` and its lease is
+ * live (insert and optimistic; checked in the releasing statement, so
+ * another owner's grant is never touched); it then counts as 1.
  * @param released  if not NULL, set to the number of entries removed.
- * @return 0, ROWLOCK_EINVALID, ROWLOCK_EDB. One round trip.
+ * @return 0, ROWLOCK_EINVALID, ROWLOCK_EDB. One round trip (two when an
+ *   owner is given and held no entry).
  */
 ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
                                                 unsigned int *released);
+
+/* rowlock_stats_info: the caller sets version (ROWLOCK_STATS_INFO_VERSION
+ * when it was compiled); the library fills the fields of that version. */
+#define ROWLOCK_STATS_INFO_VERSION 1
+
+/** Counts over the whole lock table, one snapshot by the server's clock
+ *  (what `rowlock metrics` exports). A "grant" is a one-row holder (insert,
+ *  optimistic) or a granted entry of a multi-holder name. for-update
+ *  holders are row locks, not rows, and are not counted; nor are waiters of
+ *  the one-row protocol, which wait on server named locks (waiters_* count
+ *  the queued entries of multi-holder names). */
+typedef struct rowlock_stats_info {
+    unsigned int version;         /**< set by the caller: ROWLOCK_STATS_INFO_VERSION */
+    uint64_t rows;                /**< rows of the lock table (names used and not purged) */
+    uint64_t names_held;          /**< names with at least one live grant */
+    uint64_t holders_exclusive;   /**< live exclusive grants */
+    uint64_t holders_shared;      /**< live shared grants (shared locks and semaphores) */
+    uint64_t waiters_exclusive;   /**< queued exclusive waiters of multi-holder names */
+    uint64_t waiters_shared;      /**< queued shared waiters of multi-holder names */
+    uint64_t stale;               /**< grants whose lease ended (crashed holders; what the reaper purges after its grace) */
+    int64_t oldest_grant_age_ms;  /**< server clock minus the earliest grant time of a live grant; 0 when none */
+    int64_t oldest_stale_age_ms;  /**< server clock minus the earliest lease end of a stale grant; 0 when none */
+    int64_t server_now_us;        /**< the server's clock (UTC) when it counted, µs since the epoch */
+} rowlock_stats_info;
+
+#define ROWLOCK_STATS_INFO_INIT { ROWLOCK_STATS_INFO_VERSION, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Count the lock table's names, grants, waiters and stale grants in one
+ * statement (one consistent read; it scans the lock table and the holders
+ * table, so its cost grows with their size: for a scrape every few seconds
+ * keep the reaper running).
+ * @return 0, ROWLOCK_EINVALID (st NULL or an unknown version), ROWLOCK_EDB.
+ *   One round trip.
+ */
+ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st);
 
 /* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
 #define ROWLOCK_REAP_OPTIONS_VERSION 2

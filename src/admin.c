@@ -34,6 +34,30 @@ static const char REAP_DELETE[] =
     "/* rowlock:reap-delete */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY expires_at LIMIT ?";
 
+/* One row, every column a count or µs, all by one UTC_TIMESTAMP(6) (constant
+ * within a statement). One-row grants: owner set and not '' (multi-holder
+ * rows have owner ''; for-update rows store no owner). Entries of
+ * <table>_hold: granted 1 holders, granted 0 queued waiters (a waiter's
+ * entry lives a few seconds past its last try, so a live one is queued). */
+#define STATS_NOW "UTC_TIMESTAMP(6)"
+#define STATS_AGE(col) "IFNULL(TIMESTAMPDIFF(MICROSECOND, " col ", " STATS_NOW "), 0)"
+static const char STATS[] =
+    "/* rowlock:stats */ SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}`),"
+    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW "),"
+    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW "),"
+    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW "),"
+    " (SELECT COUNT(DISTINCT name) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 0 AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 1 AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 0 AND mode = 0 AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 0 AND mode = 1 AND expires_at > " STATS_NOW "),"
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW "),"
+    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW "),"
+    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW ")";
+enum { STATS_NCOLS = 14 };
+
 struct list_ctx {
     rowlock__col cols[ROWLOCK__ROW_NCOLS];
     rowlock_info info;
@@ -66,6 +90,43 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
     rowlock__row_cols_init(x.cols, &x.info);
     return rowlock__db_exec(c, "list", (flags & ROWLOCK_LIST_STALE) ? LIST_STALE : LIST_HELD, 0, NULL, 0, x.cols,
                             ROWLOCK__ROW_NCOLS, list_row, &x, NULL);
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st)
+{
+    if (c == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__clear_error(c);
+    if (st == NULL || st->version < 1 || st->version > ROWLOCK_STATS_INFO_VERSION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "stats: st is NULL or st->version is not 1-%d",
+                             ROWLOCK_STATS_INFO_VERSION);
+    rowlock__col k[STATS_NCOLS];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < STATS_NCOLS; i++)
+        k[i].type = ROWLOCK__T_I64;
+    int rc = rowlock__db_exec(c, "stats", STATS, 0, NULL, 0, k, STATS_NCOLS, NULL, NULL, NULL);
+    if (rc)
+        return rc;
+    /* Only version 1 fields exist so far: a version 1 struct is all of it. */
+    rowlock_stats_info r = ROWLOCK_STATS_INFO_INIT;
+    r.version = st->version;
+    r.server_now_us = k[0].i;
+    r.rows = (uint64_t)k[1].i;
+    r.names_held = (uint64_t)(k[2].i + k[6].i);
+    r.holders_exclusive = (uint64_t)(k[2].i + k[7].i);
+    r.holders_shared = (uint64_t)k[8].i;
+    r.waiters_exclusive = (uint64_t)k[9].i;
+    r.waiters_shared = (uint64_t)k[10].i;
+    r.stale = (uint64_t)(k[3].i + k[11].i);
+    r.oldest_grant_age_ms = max64(k[4].i, k[12].i) / 1000;
+    r.oldest_stale_age_ms = max64(k[5].i, k[13].i) / 1000;
+    *st = r;
+    return 0;
 }
 
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released)

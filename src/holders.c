@@ -695,7 +695,9 @@ int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 /* Params: name, name (NULL: all). */
 static const char SQL_HOLDERS[] =
     "/* rowlock:hold-list */ SELECT h.name, h.owner, h.mode, h.granted, h.expires_at > UTC_TIMESTAMP(6), h.count, h.token,"
-    " h.ticket, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), IFNULL(t.permits, 0) "
+    " h.ticket, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), IFNULL(t.permits, 0),"
+    " IF(h.granted = 1, IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.acquired_at), 0), 0),"
+    " TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.expires_at) "
     "FROM `{{table}}_hold` h LEFT JOIN `{{table}}` t ON t.name = h.name "
     "WHERE (? IS NULL OR h.name = ?) ORDER BY h.name, h.ticket";
 /* Params: permits, name. */
@@ -704,9 +706,16 @@ static const char SQL_SET_PERMITS[] =
 /* Params: name, owner, owner (NULL: all). */
 static const char SQL_FORCE[] =
     "/* rowlock:hold-force */ DELETE FROM `{{table}}_hold` WHERE name = ? AND (? IS NULL OR owner = ?)";
+/* The one-row holder `owner` of an exclusive lease lock (insert 1,
+ * optimistic 3; for-update rows store no holder, multi-holder rows have
+ * owner ''). As admin.c's force release: clears the owner, keeps the token.
+ * Params: name, owner. Rows: 1 released, 0 not that owner's live grant. */
+static const char SQL_FORCE_ROW[] =
+    "/* rowlock:hold-force-row */ UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
+    "WHERE name = ? AND owner = ? AND strategy IN (1, 3) AND expires_at > UTC_TIMESTAMP(6)";
 
 typedef struct holders_ctx {
-    rowlock__col cols[10];
+    rowlock__col cols[12];
     rowlock_holder_info h;
     int (*fn)(const rowlock_holder_info *, void *);
     void *arg;
@@ -723,6 +732,8 @@ static int holders_row(void *arg)
     x->h.ticket = x->cols[7].u;
     x->h.expires_in_ms = x->cols[8].i;
     x->h.permits = (unsigned)x->cols[9].i;
+    x->h.acquired_at_us = x->cols[10].i;
+    x->h.expires_at_us = x->cols[11].i;
     return x->fn(&x->h, x->arg);
 }
 
@@ -750,7 +761,7 @@ ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
     x.h.version = ROWLOCK_HOLDER_INFO_VERSION;
     x.fn = fn;
     x.arg = arg;
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         x.cols[i].type = ROWLOCK__T_I64;
     x.cols[0] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.h.name, .cap = sizeof x.h.name };
     x.cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = x.h.owner, .cap = sizeof x.h.owner };
@@ -761,7 +772,7 @@ ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
         p[0] = p[1] = RL_STR(name, strlen(name));
     else
         p[0] = p[1] = (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 };
-    return rowlock__db_exec(c, "holders", SQL_HOLDERS, 0, p, 2, x.cols, 10, holders_row, &x, NULL);
+    return rowlock__db_exec(c, "holders", SQL_HOLDERS, 0, p, 2, x.cols, 12, holders_row, &x, NULL);
 }
 
 ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits)
@@ -819,6 +830,11 @@ ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *n
     rowlock__res res;
     if ((rc = rowlock__db_exec(c, "force release", SQL_FORCE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
         return rc;
+    if (res.affected == 0 && owner) {
+        /* No entry: maybe `owner` holds the name with the one-row protocol. */
+        if ((rc = rowlock__db_exec(c, "force release", SQL_FORCE_ROW, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+            return rc;
+    }
     if (released)
         *released = (unsigned)res.affected;
     return 0;

@@ -1,6 +1,8 @@
 /*
- * Administration of lease rows: the reaper (rowlock_reap) and the list of
- * held and stale locks (rowlock_list), for each lease strategy.
+ * Administration of lease rows: the reaper (rowlock_reap), the list of
+ * held and stale locks (rowlock_list), the table's counts (rowlock_stats)
+ * and the release of one named holder (rowlock_force_release_holder), for
+ * each lease strategy.
  *
  *     test_admin insert|optimistic [test-filter]
  */
@@ -182,6 +184,60 @@ static void test_list__shows_held_locks_and_with_the_flag_stale_ones(void **stat
     assert_rc(rowlock_release(held), 0, a);
 }
 
+/* ---- stats and force release of one owner ------------------------------------------------------ */
+
+static rowlock_stats_info stats_of(rowlock_client *c)
+{
+    rowlock_stats_info st = ROWLOCK_STATS_INFO_INIT;
+    assert_rc(rowlock_stats(c, &st), 0, c);
+    return st;
+}
+
+static void test_stats__counts_a_held_and_a_stale_grant_by_the_server_clock(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *admin = C();
+    rowlock_lock *held = L(a, "stats-held"), *stale = L(a, "stats-stale"), *probe = L(admin, "stats-stale");
+    rowlock_stats_info before, after, bad = ROWLOCK_STATS_INFO_INIT;
+
+    before = stats_of(admin);
+    assert_true(before.server_now_us > 1700000000LL * 1000000);
+    assert_rc(rowlock_acquire(held, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(stale, 0, 200), 0, a);
+    tu_wait_lease_ended(probe, 10000);
+    tu_sleep_ms(50);
+    after = stats_of(admin);
+    assert_int_equal(after.names_held, before.names_held + 1);
+    assert_int_equal(after.holders_exclusive, before.holders_exclusive + 1);
+    assert_int_equal(after.holders_shared, before.holders_shared);
+    assert_int_equal(after.stale, before.stale + 1);
+    assert_true(after.rows >= 2 && after.rows >= before.rows);
+    assert_true(after.oldest_grant_age_ms >= 200);  /* held since before the stale lease ended */
+    assert_true(after.oldest_stale_age_ms >= 40);   /* ended at least the sleep ago */
+    assert_true(after.server_now_us > before.server_now_us);
+
+    bad.version = 0;
+    assert_int_equal(rowlock_stats(admin, &bad), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_stats(admin, NULL), ROWLOCK_EINVALID);
+    assert_rc(rowlock_release(held), 0, a);
+}
+
+static void test_force_release_holder__releases_the_exclusive_holder_it_names_only(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *admin = C();
+    rowlock_lock *l = L(a, "frh-exclusive");
+    unsigned int n = 9;
+
+    assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_force_release_holder(admin, "frh-exclusive", "nobody:1:x", &n), 0, admin);
+    assert_int_equal(n, 0);
+    assert_rc(rowlock_renew(l, TU_LEASE_LONG), 0, a); /* still ours */
+    assert_rc(rowlock_force_release_holder(admin, "frh-exclusive", rowlock_client_owner(a), &n), 0, admin);
+    assert_int_equal(n, 1);
+    assert_int_equal(rowlock_release(l), ROWLOCK_ENOTOWNER);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +245,8 @@ int main(int argc, char **argv)
         TU_TEST(test_reap__bad_options_are_refused),
         TU_TEST(test_reap__version_1_options_are_still_accepted),
         TU_TEST(test_list__shows_held_locks_and_with_the_flag_stale_ones),
+        TU_TEST(test_stats__counts_a_held_and_a_stale_grant_by_the_server_clock),
+        TU_TEST(test_force_release_holder__releases_the_exclusive_holder_it_names_only),
     };
     if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_FOR_UPDATE) {
         fprintf(stderr, "usage: %s insert|optimistic [test-filter]\n", argv[0]);

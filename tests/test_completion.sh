@@ -77,13 +77,13 @@ if [[ $MODE != db ]]; then
     printf '[client]\nhost=127.0.0.1\nport=1\nuser=nobody\n' >"$W/down.cnf"
     export ROWLOCK_DEFAULTS_FILE=$W/down.cnf
 
-    expect "commands" "$RL " "help list lock migrate permits release run status unlock"
+    expect "commands" "$RL " "help list lock metrics migrate permits release run status unlock"
     expect "a command by prefix" "$RL st" "status"
     expect_has "connection options before the command" "$RL --" \
         --defaults-file --host --port --socket --user --password --database --table \
         --ssl-mode --ssl-ca --connect-timeout --help --version
     expect "a connection option's value is skipped when finding the command" "$RL --table t " \
-        "help list lock migrate permits release run status unlock"
+        "help list lock metrics migrate permits release run status unlock"
     expect "--ssl-mode=VALUE" "$RL --ssl-mode=VER" "VERIFY_CA VERIFY_IDENTITY"
     expect "--ssl-mode VALUE" "$RL --ssl-mode RE" "REQUIRED"
     expect_has "run's options" "$RL run --" --strategy --nonblock --wait --lease \
@@ -98,6 +98,8 @@ if [[ $MODE != db ]]; then
     expect "release's options" "$RL release --f" "--force"
     expect "release's --json" "$RL release --j" "--json"
     expect "migrate's options" "$RL migrate --d" "--database --defaults-file --dry-run"
+    expect "metrics's options" "$RL metrics --n" "--names"
+    expect "permits's --json" "$RL permits --j" "--json"
     expect "migrate's --json" "$RL migrate --j" "--json"
     expect "help COMMAND" "$RL help r" "release run"
     expect_has "lock's options" "$RL lock --" --strategy --nonblock --wait --lease --pid --verbose
@@ -108,11 +110,12 @@ if [[ $MODE != db ]]; then
     touch "$W/some-file"
     expect "run NAME COMMAND ARG: files" "$RL run job ls $W/some-f" "$W/some-file"
     expect "--defaults-file=FILE: files" "$RL --defaults-file=$W/some-f" "$W/some-file"
+    expect "rowlock-reaper --metrics-file=FILE: files" "rowlock-reaper --metrics-file=$W/some-f" "$W/some-file" _rowlock_reaper
     expect "rowlock-reaper options" "rowlock-reaper --p" "--password --pause --port" _rowlock_reaper
     expect "rowlock-reaper --pause=" "rowlock-reaper --pause=" "0 auto" _rowlock_reaper
     comp "rowlock-reaper --" _rowlock_reaper
     miss=""
-    for o in --grace --batch --pause --max-seconds --dry-run --json --quiet --help --version \
+    for o in --grace --batch --pause --max-seconds --dry-run --json --quiet --metrics-file --help --version \
         --defaults-file --table; do
         [[ " $REPLY " == *" $o "* ]] || miss+=" $o"
     done

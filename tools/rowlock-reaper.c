@@ -6,10 +6,12 @@
  *
  *   rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]
  *                  [--max-seconds S] [--dry-run] [--json] [--quiet] [--verbose]
+ *                  [--metrics-file PATH]
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
 #include "cli_common.h"
+#include "cli_metrics.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -18,13 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <time.h>
 
 static const char PROG[] = "rowlock-reaper";
 
 static const char usage[] =
     "Usage: rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]\n"
     "                      [--pause MS|auto] [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
-    "                      [--verbose]\n"
+    "                      [--verbose] [--metrics-file PATH]\n"
     "\n"
     "Purge stale lock rows: locks whose lease ended more than --grace seconds ago\n"
     "(their holders crashed). Rows are deleted in batches so no statement holds\n"
@@ -44,6 +47,11 @@ static const char usage[] =
     "  --quiet               print nothing unless there is an error (not with --json)\n"
     "  -v, --verbose         report the library's events (retries, reconnects) on stderr,\n"
     "                        one line each: rowlock-reaper: LEVEL KIND: MESSAGE\n"
+    "  --metrics-file=PATH   after the run, replace PATH atomically with a Prometheus\n"
+    "                        exposition (node_exporter's textfile collector): the lock\n"
+    "                        table's gauges and the reaper's runs, failures and purges\n"
+    "                        (counters carried over from PATH's previous contents).\n"
+    "                        Written also when the run fails. Not with --dry-run\n"
     "  -h, --help            show this help\n"
     "  -V, --version         show the version\n"
     "\n";
@@ -52,7 +60,7 @@ static const char usage_tail[] =
     "\nExit status: 0 ok (also when stopped by --max-seconds), 64 usage error,\n"
     "69 database unavailable or schema missing/outdated.\n";
 
-enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_VERSION };
+enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_VERSION, O_METRICS };
 
 static const cli_optspec specs[] = {
     { "grace", 0, 1, O_GRACE },
@@ -65,8 +73,69 @@ static const cli_optspec specs[] = {
     { "verbose", 'v', 0, O_VERBOSE },
     { "help", 'h', 0, O_HELP },
     { "version", 'V', 0, O_VERSION },
+    { "metrics-file", 0, 1, O_METRICS },
     { NULL, 0, 0, 0 },
 };
+
+/* --metrics-file: the lock table's gauges (read after the purge; left out
+ * when they cannot be read) and the run's, with the counters of the file's
+ * previous contents carried over: a reaper run from cron or a timer is a
+ * new process each time, and counters that restarted at every run would be
+ * of no use to rate(). Returns 0 or an exit code (message printed). */
+static int write_metrics(const char *path, const cli_conn *cc, rowlock_client *c, int reaped,
+                         const rowlock_reap_stats *st)
+{
+    rowlock_stats_info ts = ROWLOCK_STATS_INFO_INIT;
+    cli_reaper_metrics m;
+    struct timespec now;
+    char table[64] = "rowlock_locks", *buf = NULL;
+    size_t len = 0;
+    int have_table = 0, ex = 0, rc;
+    FILE *f;
+
+    if (c != NULL)
+        snprintf(table, sizeof table, "%s", rowlock_client_table(c));
+    else if (cc->opts.table != NULL)
+        snprintf(table, sizeof table, "%s", cc->opts.table);
+    else
+        (void)cli_metrics_prev_table(path, table, sizeof table);
+    if (reaped) {
+        rc = rowlock_stats(c, &ts);
+        if (rc == 0) {
+            have_table = 1;
+        } else {
+            cli_report(PROG, "metrics", c, rc);
+            ex = cli_exit_for(rc);
+        }
+    }
+    memset(&m, 0, sizeof m);
+    m.runs_total = cli_metrics_prev(path, "rowlock_reaper_runs_total", table) + 1;
+    m.failures_total = cli_metrics_prev(path, "rowlock_reaper_failures_total", table) + (reaped ? 0 : 1);
+    m.purged_total = cli_metrics_prev(path, "rowlock_reaper_purged_rows_total", table) + (reaped ? st->purged : 0);
+    clock_gettime(CLOCK_REALTIME, &now);
+    m.last_run_at_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+    m.last_run_ok = reaped;
+    m.last_run_complete = reaped && st->complete;
+    m.last_run_purged = reaped ? st->purged : 0;
+    m.last_run_duration_s = reaped ? (double)st->elapsed_us / 1e6 : 0.0;
+    f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (have_table)
+        cli_metrics_table(f, table, &ts);
+    cli_metrics_reaper(f, table, &m);
+    if (fclose(f) != 0) {
+        free(buf);
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (cli_write_file_atomic(PROG, path, buf, len) != 0 && ex == 0)
+        ex = CLI_EX_UNAVAILABLE;
+    free(buf);
+    return ex;
+}
 
 int main(int argc, char **argv)
 {
@@ -81,8 +150,11 @@ int main(int argc, char **argv)
     unsigned long long batch = 1000;
     int64_t pause = ROWLOCK_REAP_PAUSE_AUTO;
     char ts[48];
+    const char *metrics_file = NULL;
+    int ran = 0, reaped = 0;
 
     cli_conn_init(&cc);
+    memset(&st, 0, sizeof st);
     cli_opt_init(&p, PROG, NULL, argc, argv, 1);
     while ((id = cli_next_opt(&p, specs, &cc, &v)) != CLI_OP_END) {
         switch (id) {
@@ -122,6 +194,14 @@ int main(int argc, char **argv)
             break;
         case O_VERBOSE:
             verbose = 1;
+            break;
+        case O_METRICS:
+            if (v[0] == '\0') {
+                fprintf(stderr, "%s: --metrics-file: empty PATH\n", PROG);
+                ex = CLI_EX_USAGE;
+                goto out;
+            }
+            metrics_file = v;
             break;
         case O_GRACE:
             grace_s = cli_parse_seconds(v);
@@ -188,6 +268,13 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    if (metrics_file && ro.dry_run) {
+        fprintf(stderr, "%s: --metrics-file and --dry-run contradict each other (a dry run purges "
+                        "nothing to count)\n", PROG);
+        ex = CLI_EX_USAGE;
+        goto out;
+    }
+
     ro.grace_ms = (int64_t)llround(grace_s * 1000.0);
     ro.batch = (unsigned int)batch;
     ro.pause_ms = pause;
@@ -195,6 +282,7 @@ int main(int argc, char **argv)
     if (max_s > 0 && ro.max_ms == 0)
         ro.max_ms = 1;
 
+    ran = 1; /* from here on, a metrics file records the run, failed or not */
     rc = cli_conn_open(&cc, PROG, 0, &c);
     if (rc != 0) {
         ex = rc;
@@ -202,7 +290,6 @@ int main(int argc, char **argv)
     }
     if (verbose)
         (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO);
-    memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_OPTIONS_VERSION;
     rc = rowlock_reap(c, &ro, &st);
     if (rc != 0) {
@@ -210,6 +297,7 @@ int main(int argc, char **argv)
         ex = cli_exit_for(rc);
         goto out;
     }
+    reaped = 1;
     if (quiet) {
         /* nothing */
     } else if (json) {
@@ -243,6 +331,11 @@ int main(int argc, char **argv)
     }
 
 out:
+    if (metrics_file && ran) {
+        int mx = write_metrics(metrics_file, &cc, c, reaped, &st);
+        if (ex == 0)
+            ex = mx;
+    }
     rowlock_client_free(c);
     cli_conn_free(&cc);
     rowlock_library_end();

@@ -22,12 +22,13 @@ static const char usage_main[] =
     "  run [OPTIONS] NAME -c 'SHELL COMMAND'      the same, through /bin/sh -c\n"
     "  status [--json] NAME                       who holds NAME (exit 0 held, 1 free)\n"
     "  list [--json] [--stale]                    every held lock (or every stale row)\n"
-    "  release --force NAME                       administrative release of NAME\n"
-    "  migrate [--dry-run]                        create or upgrade the lock table\n"
+    "  release --force [--owner=OWNER] NAME       administrative release of NAME\n"
+    "  migrate [--dry-run] [--json]               create or upgrade the lock table\n"
     "  lock [OPTIONS] NAME                        hold NAME until unlock or the shell exits\n"
     "                                             (eval \"$(rowlock lock NAME)\")\n"
     "  unlock [--check] [HANDLE]                  release a lock taken with lock\n"
-    "  permits NAME N                             let N holders share NAME (semaphore)\n"
+    "  permits [--json] NAME N                    let N holders share NAME (semaphore)\n"
+    "  metrics [--names] [--json]                 the lock table for Prometheus\n"
     "  help [COMMAND]                             show help\n"
     "\n"
     "Options:\n"
@@ -50,6 +51,7 @@ static const struct command {
     { "lock", rl_cmd_lock, rl_usage_lock },
     { "unlock", rl_cmd_unlock, rl_usage_unlock },
     { "permits", rl_cmd_permits, rl_usage_permits },
+    { "metrics", rl_cmd_metrics, rl_usage_metrics },
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -14,9 +14,10 @@ const char rl_usage_status[] =
     "Usage: rowlock [CONNECTION OPTIONS] status [--json] NAME\n"
     "\n"
     "Show who holds lock NAME: owner, strategy, fencing token, acquisition time\n"
-    "(UTC) and the time left on its lease.\n"
+    "(UTC) and the time left on its lease; each holder of a shared lock or\n"
+    "semaphore, and its permits.\n"
     "\n"
-    "  --json       print one JSON object\n"
+    "  --json       print one JSON lock object (with mode, permits and holders)\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 held, 1 free, 64 usage error, 69 database unavailable.\n";
@@ -24,11 +25,12 @@ const char rl_usage_status[] =
 const char rl_usage_list[] =
     "Usage: rowlock [CONNECTION OPTIONS] list [--json] [--stale]\n"
     "\n"
-    "List every held lock, one per line in aligned columns (for-update locks are\n"
-    "not listed: their holders are row locks, not rows).\n"
+    "List every held lock, one per line in aligned columns, then the holders of\n"
+    "shared locks and semaphores (for-update locks are not listed: their holders\n"
+    "are row locks, not rows).\n"
     "\n"
-    "  --stale      list only rows whose lease ended (holders that crashed)\n"
-    "  --json       print a JSON array of objects\n"
+    "  --stale      list only locks whose holders' leases ended (holders that crashed)\n"
+    "  --json       print a JSON array of lock objects, every holder in each\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 ok, 64 usage error, 69 database unavailable.\n";
@@ -42,9 +44,10 @@ const char rl_usage_release[] =
     "so the next grant gets a larger one.\n"
     "\n"
     "  --force      required: confirms the release\n"
-    "  --owner=OWNER  of a shared lock or semaphore, release only the holder OWNER\n"
-    "               (without it, every holder is released)\n"
-    "  --json       print {\"released\":BOOL,\"lock\":{...}}: the lock as it was\n"
+    "  --owner=OWNER  release only the holder OWNER (of a shared lock or semaphore,\n"
+    "               or the exclusive holder; without it, every holder is released)\n"
+    "  --json       print {\"released\":BOOL,\"released_count\":N,\"lock\":{...}}:\n"
+    "               the lock as it was\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 released, 1 was not held, 64 usage error (also without\n"
@@ -185,14 +188,26 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv)
     }
     ex = in.held ? 0 : CLI_EX_CONFLICT;
     if (sa.json) {
-        rl_json_info(stdout, &in);
+        /* The holders of a multi-holder name (insert strategy); a one-row
+         * lock's holder is the row's. */
+        rowlock_holder_info *hv = NULL;
+        size_t hn = 0;
+        if (in.exists && in.strategy == ROWLOCK_STRATEGY_INSERT) {
+            int hx = rl_get_holders(c, sa.pos[0], &hv, &hn);
+            if (hx) {
+                ex = hx;
+                goto out;
+            }
+        }
+        rl_json_lock(stdout, &in, hv, hn);
         fputc('\n', stdout);
+        free(hv);
     } else if (in.held) {
         if (rl_print_table(&in, 1) != 0) {
             fprintf(stderr, "%s: out of memory\n", PROG);
             ex = CLI_EX_UNAVAILABLE;
-        } else if (!in.owner[0] || in.count > 1) {
-            int hx = rl_print_holders(c, sa.pos[0], 0); /* a shared lock or semaphore: each holder */
+        } else if (in.strategy == ROWLOCK_STRATEGY_INSERT) {
+            int hx = rl_print_holders(c, sa.pos[0]); /* a shared lock or semaphore: each holder */
             if (hx)
                 ex = hx;
         }
@@ -253,13 +268,69 @@ static int collect_row(const rowlock_info *info, void *arg)
     return 0;
 }
 
+/* One lock object of `list --json`: a one-row lock (nh 0) or the entries
+ * h[0..nh) of a multi-holder name. */
+typedef struct listed {
+    rowlock_info info;
+    const rowlock_holder_info *h;
+    size_t nh;
+} listed;
+
+static int listed_cmp(const void *a, const void *b)
+{
+    return strcmp(((const listed *)a)->info.name, ((const listed *)b)->info.name);
+}
+
+/* The one-row locks `rv` (from rowlock_list) and the multi-holder names
+ * held (with --stale: left by crashed holders only), ordered by name (the
+ * table's binary order), as one JSON array. Returns 0 or an exit code. */
+static int list_json(rowlock_client *c, const rowvec *rv, int stale)
+{
+    rowlock_holder_info *hv = NULL;
+    size_t hn = 0, i, j, n = 0;
+    listed *out;
+    int ex = rl_get_holders(c, NULL, &hv, &hn);
+
+    if (ex)
+        return ex;
+    out = malloc((rv->n + hn + 1) * sizeof *out);
+    if (out == NULL) {
+        free(hv);
+        fprintf(stderr, "%s: list: out of memory\n", PROG);
+        return CLI_EX_UNAVAILABLE;
+    }
+    for (i = 0; i < rv->n; i++) {
+        out[n].info = rv->v[i];
+        out[n].h = NULL;
+        out[n++].nh = 0;
+    }
+    for (i = 0; i < hn; i = j) {
+        for (j = i + 1; j < hn && strcmp(hv[j].name, hv[i].name) == 0; j++)
+            ;
+        rl_holders_info(&hv[i], j - i, &out[n].info);
+        if (stale ? !out[n].info.stale : !out[n].info.held)
+            continue;
+        out[n].h = &hv[i];
+        out[n++].nh = j - i;
+    }
+    qsort(out, n, sizeof *out, listed_cmp);
+    fputc('[', stdout);
+    for (i = 0; i < n; i++) {
+        fputs(i ? "," : "", stdout);
+        rl_json_lock(stdout, &out[i].info, out[i].h, out[i].nh);
+    }
+    fputs("]\n", stdout);
+    free(out);
+    free(hv);
+    return 0;
+}
+
 int rl_cmd_list(cli_conn *cc, int argc, char **argv)
 {
     simple_args sa;
     rowlock_client *c = NULL;
     rowvec rv = { NULL, 0, 0, 0 };
     int rc, ex = 0;
-    size_t k;
 
     rc = parse_simple(cc, "list", list_specs, rl_usage_list, 0, argc, argv, &sa);
     if (rc != 0)
@@ -279,17 +350,14 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
         goto out;
     }
     if (sa.json) {
-        fputc('[', stdout);
-        for (k = 0; k < rv.n; k++) {
-            fputs(k ? ",\n " : "", stdout);
-            rl_json_info(stdout, &rv.v[k]);
-        }
-        fputs("]\n", stdout);
+        ex = list_json(c, &rv, sa.stale);
+        if (ex)
+            goto out;
     } else if (rl_print_table(rv.v, rv.n) != 0) {
         fprintf(stderr, "%s: list: out of memory\n", PROG);
         ex = CLI_EX_UNAVAILABLE;
         goto out;
-    } else if (!sa.stale && (ex = rl_print_holders(c, NULL, 0)) != 0) {
+    } else if (!sa.stale && (ex = rl_print_holders(c, NULL)) != 0) {
         goto out; /* shared locks and semaphores: one line per holder */
     }
     ex = cli_finish_stdout(PROG, 0);
@@ -302,6 +370,60 @@ out:
 /* ======================================================================== */
 /* release --force                                                           */
 /* ======================================================================== */
+
+/* release --force --json [--owner=OWNER] NAME: {"released":BOOL,
+ * "released_count":N,"lock":LOCK}, LOCK as it was before. A multi-holder
+ * name's entries are read first (its lock object comes from them), and
+ * then removed in one statement, which counts them; a one-row lock's object
+ * is what the releasing call read (without --owner) or an inspect before
+ * the owner-checked release. Returns the exit status; frees c. */
+static int release_json(rowlock_client *c, const char *name, const char *owner)
+{
+    rowlock_holder_info *hv = NULL;
+    rowlock_info in = ROWLOCK_INFO_INIT;
+    rowlock_lock *l = NULL;
+    size_t hn = 0;
+    unsigned int n = 0;
+    int rc = 0, ex = rl_get_holders(c, name, &hv, &hn);
+
+    if (ex)
+        goto out;
+    if (hn > 0) {
+        rl_holders_info(hv, hn, &in);
+        rc = rowlock_force_release_holder(c, name, owner, &n);
+    } else if (owner) {
+        rc = rowlock_lock_new(&l, c, name, NULL);
+        if (rc == 0)
+            rc = rowlock_inspect(l, &in);
+        if (rc == 0)
+            rc = rowlock_force_release_holder(c, name, owner, &n);
+    } else {
+        rc = rowlock_force_release(c, name, &in);
+        n = in.held ? 1 : 0;
+    }
+    if (rc == ROWLOCK_EUNSUPPORTED && !owner) {
+        cli_report(PROG, "release: cannot force-release a for-update lock (end the holder's "
+                         "connection instead)", c, rc);
+        ex = CLI_EX_USAGE;
+        goto out;
+    }
+    if (rc != 0) {
+        cli_report(PROG, "release", c, rc);
+        ex = cli_exit_for(rc);
+        goto out;
+    }
+    if (in.name[0] == '\0')
+        snprintf(in.name, sizeof in.name, "%s", name);
+    printf("{\"released\":%s,\"released_count\":%u,\"lock\":", n ? "true" : "false", n);
+    rl_json_lock(stdout, &in, hv, hn);
+    fputs("}\n", stdout);
+    ex = cli_finish_stdout(PROG, n ? 0 : CLI_EX_CONFLICT);
+out:
+    free(hv);
+    rowlock_lock_free(l);
+    rowlock_client_free(c);
+    return ex;
+}
 
 int rl_cmd_release(cli_conn *cc, int argc, char **argv)
 {
@@ -327,19 +449,18 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
+    if (sa.json)
+        return release_json(c, sa.pos[0], sa.owner);
     if (sa.owner) {
-        /* One holder of a shared lock or semaphore. */
+        /* One holder of a shared lock or semaphore, or the exclusive holder. */
         unsigned int n = 0;
         rc = rowlock_force_release_holder(c, sa.pos[0], sa.owner, &n);
         if (rc != 0) {
             cli_report(PROG, "release", c, rc);
             ex = cli_exit_for(rc);
         } else {
-            if (sa.json)
-                printf("{\"released\":%s,\"holders\":%u}\n", n ? "true" : "false", n);
-            else
-                printf(n ? "released the holder '%s' of '%s'\n" : "'%s' held nothing of '%s'\n", cli_q(sa.owner),
-                       cli_q(sa.pos[0]));
+            printf(n ? "released the holder '%s' of '%s'\n" : "'%s' held nothing of '%s'\n", cli_q(sa.owner),
+                   cli_q(sa.pos[0]));
             ex = cli_finish_stdout(PROG, n ? 0 : CLI_EX_CONFLICT);
         }
         rowlock_client_free(c);
@@ -359,14 +480,6 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
         if (hn == NULL) {
             fprintf(stderr, "%s: out of memory\n", PROG);
             ex = CLI_EX_UNAVAILABLE;
-        } else if (sa.json) {
-            if (in.name[0] == '\0')
-                snprintf(in.name, sizeof in.name, "%s", sa.pos[0]);
-            fputs(in.held ? "{\"released\":true,\"lock\":" : "{\"released\":false,\"lock\":",
-                  stdout);
-            rl_json_info(stdout, &in);
-            fputs("}\n", stdout);
-            ex = in.held ? 0 : CLI_EX_CONFLICT;
         } else if (in.held) {
             size_t ow;
             char *ho = cli_human_str(in.owner[0] ? in.owner : "-", &ow);

@@ -7,6 +7,7 @@
  *   rowlock_output.c  tables and JSON for lock rows
  *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
  *   rowlock_modes.c   permits; the holders of shared locks and semaphores
+ *   rowlock_metrics.c metrics: the lock table as a Prometheus exposition
  *
  * Connection options, the option parser, exit codes and small helpers shared
  * with the other tools are in cli_common.h.
@@ -90,9 +91,16 @@ int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
 extern const char rl_usage_permits[];
 int rl_cmd_permits(cli_conn *cc, int argc, char **argv);
 /* Print the holders of `name` (NULL: of every multi-holder name) as a table
- * (nothing when none), or as a JSON member "holders":[...]. Returns 0 or an
- * exit code (message printed). */
-int rl_print_holders(rowlock_client *c, const char *name, int json);
+ * (nothing when none). Returns 0 or an exit code (message printed). */
+int rl_print_holders(rowlock_client *c, const char *name);
+/* The holders and waiters of `name` (NULL: of every multi-holder name), in
+ * name and queue order, into a malloc'd *v (free it). Returns 0 or an exit
+ * code (message printed). */
+int rl_get_holders(rowlock_client *c, const char *name, rowlock_holder_info **v, size_t *n);
+
+/* rowlock_metrics.c */
+extern const char rl_usage_metrics[];
+int rl_cmd_metrics(cli_conn *cc, int argc, char **argv);
 
 /* rowlock_lock.c */
 extern const char rl_usage_lock[], rl_usage_unlock[];
@@ -102,8 +110,17 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv);
 /* rowlock_output.c */
 /* "insert", ... or "unknown". */
 const char *rl_strategy_str(rowlock_strategy s);
-/* One lock row as a JSON object (no newline). */
+/* One lock row as a JSON object (no newline): the keys of rowlock_info only. */
 void rl_json_info(FILE *f, const rowlock_info *in);
+/* A lock object (no newline): rl_json_info's keys, then mode, permits and
+ * holders. `h`/`nh`: the entries of a multi-holder name (rowlock_holders());
+ * nh 0: a one-row lock, whose holder comes from `in`. */
+void rl_json_lock(FILE *f, const rowlock_info *in, const rowlock_holder_info *h, size_t nh);
+/* One holder or waiter as a JSON object (no newline). */
+void rl_json_holder(FILE *f, const rowlock_holder_info *h);
+/* The lock fields of a multi-holder name from its entries `h` (n > 0, one
+ * name, in queue order), as rowlock_inspect() computes them. */
+void rl_holders_info(const rowlock_holder_info *h, size_t n, rowlock_info *out);
 /* Rows as aligned columns on stdout. 0 ok, -1 out of memory. */
 int rl_print_table(const rowlock_info *rows, size_t n);
 

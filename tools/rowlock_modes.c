@@ -10,20 +10,22 @@
 #include <string.h>
 
 const char rl_usage_permits[] =
-    "Usage: rowlock [CONNECTION OPTIONS] permits NAME N\n"
+    "Usage: rowlock [CONNECTION OPTIONS] permits [--json] NAME N\n"
     "\n"
     "Set how many holders lock NAME admits at once (a counting semaphore of N;\n"
     "0: any number of shared holders, one exclusive). Holders keep their grants\n"
     "when N shrinks; new ones wait until fewer than N hold it. Insert strategy.\n"
     "\n"
+    "  --json       print {\"name\":NAME,\"permits\":N}\n"
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 set, 1 NAME is held by an exclusive holder right now (try\n"
     "again), 64 usage error, 69 database unavailable.\n";
 
-enum { PO_HELP = 1 };
+enum { PO_HELP = 1, PO_JSON };
 static const cli_optspec permits_specs[] = {
     { "help", 'h', 0, PO_HELP },
+    { "json", 0, 0, PO_JSON },
     { NULL, 0, 0, 0 },
 };
 
@@ -31,7 +33,7 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
 {
     cli_optparser p;
     const char *val, *pos[2];
-    int id, npos = 0, rc, ex;
+    int id, npos = 0, rc, ex, json = 0;
     unsigned long long n;
     rowlock_client *c = NULL;
 
@@ -54,6 +56,8 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
             rl_print_cmd_help(rl_usage_permits);
             return 0;
         }
+        if (id == PO_JSON)
+            json = 1;
     }
     if (npos != 2) {
         fprintf(stderr, "%s: permits: needs a lock NAME and a number N\n", PROG);
@@ -76,6 +80,11 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
     } else if (rc != 0) {
         cli_report(PROG, "permits", c, rc);
         ex = cli_exit_for(rc);
+    } else if (json) {
+        fputs("{\"name\":", stdout);
+        cli_json_string(stdout, pos[0]);
+        printf(",\"permits\":%llu}\n", n);
+        ex = cli_finish_stdout(PROG, 0);
     } else {
         printf("'%s': %llu permits%s\n", cli_q(pos[0]), n, n == 0 ? " (no limit on shared holders)" : "");
         ex = cli_finish_stdout(PROG, 0);
@@ -109,10 +118,12 @@ static int collect(const rowlock_holder_info *h, void *arg)
     return 0;
 }
 
-int rl_print_holders(rowlock_client *c, const char *name, int json)
+int rl_get_holders(rowlock_client *c, const char *name, rowlock_holder_info **v, size_t *n)
 {
     hl x = { NULL, 0, 0, 0 };
     int rc = rowlock_holders(c, name, collect, &x);
+    *v = NULL;
+    *n = 0;
     if (x.oom) {
         free(x.v);
         fprintf(stderr, "%s: out of memory\n", PROG);
@@ -123,22 +134,18 @@ int rl_print_holders(rowlock_client *c, const char *name, int json)
         cli_report(PROG, "holders", c, rc);
         return cli_exit_for(rc);
     }
-    if (json) {
-        fputs("\"holders\":[", stdout);
-        for (size_t i = 0; i < x.n; i++) {
-            const rowlock_holder_info *h = &x.v[i];
-            fputs(i ? "," : "", stdout);
-            fputs("{\"name\":", stdout);
-            cli_json_string(stdout, h->name);
-            fputs(",\"owner\":", stdout);
-            cli_json_string(stdout, h->owner);
-            printf(",\"mode\":\"%s\",\"granted\":%s,\"live\":%s,\"count\":%u,\"token\":%" PRIu64
-                   ",\"expires_in_ms\":%" PRId64 ",\"permits\":%u}",
-                   h->mode == ROWLOCK_MODE_SHARED ? "shared" : "exclusive", h->granted ? "true" : "false",
-                   h->live ? "true" : "false", h->count, h->token, h->expires_in_ms, h->permits);
-        }
-        fputs("]", stdout);
-    } else if (x.n > 0) {
+    *v = x.v;
+    *n = x.n;
+    return 0;
+}
+
+int rl_print_holders(rowlock_client *c, const char *name)
+{
+    hl x = { NULL, 0, 0, 0 };
+    int ex = rl_get_holders(c, name, &x.v, &x.n);
+    if (ex)
+        return ex;
+    if (x.n > 0) {
         printf("%-24s %-40s %-9s %-7s %5s %20s %10s\n", "HOLDERS OF", "OWNER", "MODE", "STATE", "COUNT", "TOKEN",
                "EXPIRES_S");
         for (size_t i = 0; i < x.n; i++) {

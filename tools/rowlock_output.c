@@ -31,11 +31,25 @@ const char *rl_strategy_str(rowlock_strategy s)
     return n ? n : "unknown";
 }
 
-void rl_json_info(FILE *f, const rowlock_info *in)
+/* "…_at":"ISO","…_at_us":N, or both null (us 0: unknown). */
+static void json_time(FILE *f, const char *key, int64_t us)
+{
+    char ts[48];
+    fprintf(f, ",\"%s\":", key);
+    if (us) {
+        cli_json_string(f, cli_format_utc_us(ts, sizeof ts, us));
+        fprintf(f, ",\"%s_us\":%" PRId64, key, us);
+    } else {
+        fprintf(f, "null,\"%s_us\":null", key);
+    }
+}
+
+/* The keys of a lock object up to expires_in_ms, without the braces. */
+static void json_info_keys(FILE *f, const rowlock_info *in)
 {
     char ts[48];
 
-    fputs("{\"name\":", f);
+    fputs("\"name\":", f);
     cli_json_string(f, in->name);
     fprintf(f, ",\"exists\":%s,\"held\":%s,\"stale\":%s,\"strategy\":", in->exists ? "true" : "false",
             in->held ? "true" : "false", in->stale ? "true" : "false");
@@ -68,7 +82,147 @@ void rl_json_info(FILE *f, const rowlock_info *in)
     } else {
         fputs("null,\"expires_at_us\":null,\"expires_in_ms\":null", f);
     }
+}
+
+void rl_json_info(FILE *f, const rowlock_info *in)
+{
+    fputc('{', f);
+    json_info_keys(f, in);
     fputc('}', f);
+}
+
+static const char *mode_str(rowlock_mode m)
+{
+    return m == ROWLOCK_MODE_SHARED ? "shared" : "exclusive";
+}
+
+/* mode_known 0: a for-update holder, whose mode the row does not say. */
+static void json_holder(FILE *f, const rowlock_holder_info *h, int mode_known)
+{
+    fputs("{\"owner\":", f);
+    if (h->owner[0])
+        cli_json_string(f, h->owner);
+    else
+        fputs("null", f);
+    if (mode_known)
+        fprintf(f, ",\"mode\":\"%s\"", mode_str(h->mode));
+    else
+        fputs(",\"mode\":null", f);
+    fprintf(f, ",\"granted\":%s,\"live\":%s,\"count\":%u", h->granted ? "true" : "false",
+            h->live ? "true" : "false", h->count);
+    if (h->token)
+        fprintf(f, ",\"token\":%" PRIu64, h->token);
+    else
+        fputs(",\"token\":null", f);
+    if (h->ticket)
+        fprintf(f, ",\"ticket\":%" PRIu64, h->ticket);
+    else
+        fputs(",\"ticket\":null", f);
+    json_time(f, "acquired_at", h->acquired_at_us);
+    json_time(f, "expires_at", h->expires_at_us);
+    if (h->expires_at_us)
+        fprintf(f, ",\"expires_in_ms\":%" PRId64 "}", h->expires_in_ms);
+    else
+        fputs(",\"expires_in_ms\":null}", f);
+}
+
+void rl_json_holder(FILE *f, const rowlock_holder_info *h)
+{
+    json_holder(f, h, 1);
+}
+
+void rl_json_lock(FILE *f, const rowlock_info *in, const rowlock_holder_info *h, size_t nh)
+{
+    const char *mode = NULL;
+    size_t i;
+
+    fputc('{', f);
+    json_info_keys(f, in);
+    if (nh > 0) {
+        /* A multi-holder name: the mode of its live grants (exclusive wins:
+         * then it is the only one). */
+        for (i = 0; i < nh; i++)
+            if (h[i].granted && h[i].live && (mode == NULL || h[i].mode == ROWLOCK_MODE_EXCLUSIVE))
+                mode = mode_str(h[i].mode);
+        fprintf(f, ",\"mode\":%s%s%s,\"permits\":%u,\"holders\":[", mode ? "\"" : "", mode ? mode : "null",
+                mode ? "\"" : "", h[0].permits);
+        for (i = 0; i < nh; i++) {
+            if (i)
+                fputc(',', f);
+            rl_json_holder(f, &h[i]);
+        }
+        fputs("]}", f);
+        return;
+    }
+    /* A one-row lock: its one holder (a crashed one's when stale). A
+     * for-update holder is a row lock: owner, token and mode unknown. */
+    int forupd = in->strategy == ROWLOCK_STRATEGY_FOR_UPDATE;
+    if (in->exists && (in->held || in->stale) && (in->owner[0] || forupd)) {
+        rowlock_holder_info one;
+        memset(&one, 0, sizeof one);
+        one.version = ROWLOCK_HOLDER_INFO_VERSION;
+        snprintf(one.owner, sizeof one.owner, "%s", in->owner);
+        one.mode = ROWLOCK_MODE_EXCLUSIVE;
+        one.granted = 1;
+        one.live = in->held;
+        one.count = in->count;
+        one.token = in->token;
+        one.acquired_at_us = in->acquired_at_us;
+        one.expires_at_us = in->expires_at_us;
+        one.expires_in_ms = in->expires_in_ms;
+        if (forupd) {
+            fputs(",\"mode\":null,\"permits\":0,\"holders\":[", f);
+            json_holder(f, &one, 0);
+            fputs("]}", f);
+            return;
+        }
+        fprintf(f, ",\"mode\":%s,\"permits\":0,\"holders\":[", in->held ? "\"exclusive\"" : "null");
+        rl_json_holder(f, &one);
+        fputs("]}", f);
+        return;
+    }
+    fputs(",\"mode\":null,\"permits\":0,\"holders\":[]}", f);
+}
+
+void rl_holders_info(const rowlock_holder_info *h, size_t n, rowlock_info *out)
+{
+    rowlock_info r = ROWLOCK_INFO_INIT;
+    int stale = 0;
+    size_t i;
+
+    if (n == 0) {
+        *out = r;
+        return;
+    }
+    snprintf(r.name, sizeof r.name, "%s", h[0].name);
+    r.exists = 1;
+    r.strategy = ROWLOCK_STRATEGY_INSERT;
+    for (i = 0; i < n; i++) {
+        if (!h[i].granted)
+            continue;
+        if (!h[i].live) {
+            stale = 1;
+            if (h[i].token > r.token && !r.held)
+                r.token = h[i].token;
+            continue;
+        }
+        if (!r.held) {
+            r.held = 1;
+            r.token = 0;
+            snprintf(r.owner, sizeof r.owner, "%s", h[i].owner); /* the first by ticket */
+        }
+        r.count += h[i].count;
+        if (h[i].token > r.token)
+            r.token = h[i].token;
+        if (h[i].acquired_at_us && (r.acquired_at_us == 0 || h[i].acquired_at_us < r.acquired_at_us))
+            r.acquired_at_us = h[i].acquired_at_us;
+        if (h[i].expires_at_us > r.expires_at_us) {
+            r.expires_at_us = h[i].expires_at_us;
+            r.expires_in_ms = h[i].expires_in_ms;
+        }
+    }
+    r.stale = !r.held && stale;
+    *out = r;
 }
 
 enum { NCOLS = 6 };
