@@ -19,6 +19,8 @@
 #     stopped supervisor's keeper no longer keeps the session alive, the
 #     server ends it after the lease, and the next holder is granted while
 #     the supervisor is still stopped.
+#  4. for-update: the supervisor is killed; the watchdog kills COMMAND at
+#     once (the lock closed with the supervisor's session).
 #
 # Environment (from tests/CMakeLists.txt): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
@@ -150,5 +152,34 @@ for s in insert optimistic for-update; do
     check $((hrc == 75 ? 0 : 1)) "$s/supervisor stopped: rowlock run exits 75 once resumed" "exit $hrc" \
         "$(tail -n 5 "$D/err")"
 done
+
+# ---------------------------------------------------------------------------
+# 4. for-update: the supervisor is killed; its session (the lock) closes with
+#    it and the server grants the next waiter at once, so the watchdog kills
+#    COMMAND at once too (before, it waited for the last deadline: most of
+#    the lease). The order against the next grant is a race of a local
+#    SIGKILL with a server round trip: only the token covers those
+#    microseconds, so this checks the kill, not the order.
+# ---------------------------------------------------------------------------
+D=$W/fu-killed
+mkdir -p "$D"
+"${R[@]}" run -S for-update -l 10 stop-fu-killed sh -c "$TICK" rowlock-stop-tick "$D" run 2>"$D/err" &
+hpid=$!
+if wait_file "$D/ticks" 30; then
+    sleep 0.3
+    kill -KILL "$hpid"
+    t_kill=$(date +%s.%N)
+    wait "$hpid" 2>/dev/null
+    sleep 1.5
+    last=$(tail -n 1 "$D/ticks")
+    if lt "$last" "$(awk -v a="$t_kill" 'BEGIN { printf "%.6f", a + 1.0 }')"; then
+        pass "for-update/supervisor killed: COMMAND died with it ($(ms "$t_kill" "$last") ms after the kill)"
+    else
+        fail "for-update/supervisor killed: COMMAND ran $(ms "$t_kill" "$last") ms after its supervisor's death"
+    fi
+else
+    fail "for-update/supervisor killed: holder started" "$(head -c 400 "$D/err")"
+    kill -KILL "$hpid" 2>/dev/null
+fi
 
 ps_done

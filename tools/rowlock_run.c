@@ -244,7 +244,10 @@ static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *ar
  *   - holds a pidfd of COMMAND, opened by the supervisor before COMMAND
  *     could be reaped, so a reused pid is never hit; it exits as soon as
  *     COMMAND has exited (the pidfd turns readable);
- *   - on EOF (the supervisor died) keeps the last deadline;
+ *   - on EOF (the supervisor died) keeps the last deadline; for a
+ *     for-update lock it kills COMMAND at once instead: the lock is the
+ *     supervisor's session, which its death closes, and the server grants
+ *     the next waiter as soon as it sees the close;
  *   - ignores the signals a terminal or a group kill sends, so it outlives
  *     neither COMMAND's guard duty nor less than COMMAND;
  *   - makes only system calls (it is forked from a threaded process).
@@ -266,7 +269,7 @@ static int64_t wd_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void watchdog_main(int rd, int pidfd)
+static void watchdog_main(int rd, int pidfd, int kill_on_eof)
 {
     static const int ign[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP };
     struct sigaction sa;
@@ -327,6 +330,10 @@ static void watchdog_main(int rd, int pidfd)
                     _exit(0);
                 deadline = v;
             } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
+                if (kill_on_eof) {
+                    (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
+                    _exit(0);
+                }
                 open_pipe = 0; /* the supervisor is gone: the last deadline stands */
             }
         }
@@ -342,7 +349,7 @@ typedef struct watchdog {
 /* Start the watchdog for COMMAND (pid, not yet reaped). Returns 0, or -1
  * when there is none (no pidfd support, or fork failed: then only the
  * supervisor stops COMMAND). */
-static int watchdog_start(watchdog *wd, pid_t cmd_pid, int verbose)
+static int watchdog_start(watchdog *wd, pid_t cmd_pid, int verbose, int kill_on_eof)
 {
     int p[2], pidfd;
     wd->pid = 0;
@@ -364,7 +371,7 @@ static int watchdog_start(watchdog *wd, pid_t cmd_pid, int verbose)
     wd->pid = fork();
     if (wd->pid == 0) {
         close(p[1]);
-        watchdog_main(p[0], pidfd);
+        watchdog_main(p[0], pidfd, kill_on_eof);
         _exit(0);
     }
     close(p[0]);
@@ -1141,7 +1148,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
     {
         watchdog wd;
-        (void)watchdog_start(&wd, pid, ra.o.verbose);
+        (void)watchdog_start(&wd, pid, ra.o.verbose, ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE);
         ex = supervise(pid, &wt, &wd, sfd, wpipe[0], what, &lost);
         watchdog_stop(&wd);
     }
