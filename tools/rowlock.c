@@ -1,5 +1,5 @@
 /*
- * rowlock — take a distributed lock kept in a MariaDB/MySQL table from the
+ * rowlock — take a distributed lock kept in a MariaDB table from the
  * shell, run a command under it, inspect and administer locks.
  *
  *   rowlock [CONNECTION OPTIONS] COMMAND [ARGS]
@@ -15,7 +15,8 @@
 static const char usage_main[] =
     "Usage: rowlock [CONNECTION OPTIONS] COMMAND [ARGS]\n"
     "\n"
-    "Distributed locks kept in a MariaDB/MySQL table.\n"
+    "Distributed locks kept in a MariaDB table (MariaDB 10.6 or later; MySQL is not\n"
+    "supported yet).\n"
     "\n"
     "Commands:\n"
     "  run [OPTIONS] NAME [--] COMMAND [ARG...]   run COMMAND while holding lock NAME\n"
