@@ -129,7 +129,7 @@ static int dispatch(cli_conn *cc, int argc, char **argv)
     return CLI_EX_USAGE;
 }
 
-int main(int argc, char **argv)
+int rl_main(int argc, char **argv)
 {
     cli_conn cc;
     int i = 1, ex;
@@ -193,6 +193,14 @@ int main(int argc, char **argv)
     }
     ex = dispatch(&cc, argc - i, argv + i);
     cli_conn_free(&cc);
+    return ex;
+}
+
+#if !CLI_PARSE_ONLY
+int main(int argc, char **argv)
+{
+    int ex = rl_main(argc, argv);
     rowlock_library_end();
     return ex;
 }
+#endif

@@ -902,6 +902,8 @@ int rl_cmd_lock(cli_conn *cc, int argc, char **argv)
     rc = parse_lock(cc, argc, argv, &la);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     if (pipe2(p, O_CLOEXEC) != 0) {
         fprintf(stderr, "%s: lock: pipe: %s\n", PROG, strerror(errno));
         return CLI_EX_UNAVAILABLE;
@@ -1013,6 +1015,8 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
         free(h);
         return CLI_EX_USAGE;
     }
+    if (CLI_PARSE_ONLY)
+        return 0;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0) {
         fprintf(stderr, "%s: unlock: no lock supervisor for handle %ld.... (already unlocked, or "

@@ -896,6 +896,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     rc = parse_run(cc, argc, argv, &ra);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     shown = cli_human_str(ra.name, &shown_w);
     if (shown == NULL) {
         fprintf(stderr, "%s: out of memory\n", PROG);
