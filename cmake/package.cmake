@@ -7,7 +7,7 @@
 #                                 so that two ABIs can be installed side by side
 #   librowlock-dev         dev    headers, librowlock.so, librowlock.a, rowlock.pc,
 #                                 the CMake package, librowlock(3)
-#   rowlock                tools  rowlock, rowlock-reaper, man pages, bash completion,
+#   rowlock                tools  rowlock, rowlock-reaper, man pages, bash and zsh completion,
 #                                 systemd units, sql/, the bench and demo in
 #                                 /usr/lib/rowlock (libexec)
 # Split as Debian does for libraries: a program that links librowlock pulls in
