@@ -253,8 +253,9 @@ else
     expect "another table: none of these names" "$RL --table=${T}_none status $P" ""
     expect "no names after NAME" "$RL --table=$T status ${P}plain " ""
     if ((HAVE_ZSH)); then
-        want=$(printf '%s\n' "${names[@]}" | sort | tr '\n' ' ')
-        zexpect "run NAME: held locks' names" "rowlock --table=$T run $P" "${want% }"
+        # As compadd adds them: quoted for the line.
+        want=$(printf '%q\n' "${names[@]}" | sort | tr '\n' ' ')
+        zexpect "run NAME: held locks' names, quoted" "rowlock --table=$T run $P" "${want% }"
         zexpect "status NAME, --table VALUE form" "rowlock --table $T status $P" "${want% }"
     else
         N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - # SKIP zsh is not installed (zsh completion)\n' "$N"
