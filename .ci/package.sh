@@ -119,6 +119,7 @@ for page in "1 rowlock" "8 rowlock-reaper" "3 librowlock"; do
     [[ -z $err ]] || { echo "man $page: $err" >&2; exit 1; }
 done
 bash -c 'source /usr/share/bash-completion/completions/rowlock && complete -p rowlock rowlock-reaper'
+if command -v zsh >/dev/null; then zsh -n /usr/share/zsh/vendor-completions/_rowlock; fi
 systemd-analyze verify /usr/lib/systemd/system/rowlock-reaper.service /usr/lib/systemd/system/rowlock-reaper.timer
 systemd-analyze security --offline=yes --threshold=20 /usr/lib/systemd/system/rowlock-reaper.service | tail -1
 grep -x 'ExecStart=/usr/bin/rowlock-reaper $REAPER_ARGS' /usr/lib/systemd/system/rowlock-reaper.service

@@ -7,7 +7,7 @@
 #                                 so that two ABIs can be installed side by side
 #   librowlock-dev         dev    headers, librowlock.so, librowlock.a, rowlock.pc,
 #                                 the CMake package, librowlock(3)
-#   rowlock                tools  rowlock, rowlock-reaper, man pages, bash completion,
+#   rowlock                tools  rowlock, rowlock-reaper, man pages, bash and zsh completion,
 #                                 systemd units, sql/, the bench and demo in
 #                                 /usr/lib/rowlock (libexec)
 # Split as Debian does for libraries: a program that links librowlock pulls in
@@ -49,7 +49,8 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 # (CPack indents it as Debian wants).
 set(_about "Named, leased locks whose state is a row in a database table, so
 processes on many hosts that share one database exclude each other. Every
-grant returns a strictly increasing fencing token.")
+grant returns a strictly increasing fencing token. The server must be
+MariaDB 10.6 or later; MySQL is not supported yet.")
 set(CPACK_GENERATOR DEB)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_COMPONENTS_ALL lib dev tools)
@@ -100,16 +101,16 @@ set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)    # rowlock, -dev: Depends librow
 # the component dependency above.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CMAKE_BINARY_DIR})
 
-set(CPACK_DEBIAN_LIB_DESCRIPTION "distributed locks in a MariaDB/MySQL table - shared library
+set(CPACK_DEBIAN_LIB_DESCRIPTION "distributed locks in a MariaDB table - shared library
 ${_about}
 .
 This package has the shared library librowlock.")
-set(CPACK_DEBIAN_DEV_DESCRIPTION "distributed locks in a MariaDB/MySQL table - development files
+set(CPACK_DEBIAN_DEV_DESCRIPTION "distributed locks in a MariaDB table - development files
 ${_about}
 .
 This package has the header rowlock.h, the static library, pkg-config and
 CMake files, and librowlock(3).")
-set(CPACK_DEBIAN_TOOLS_DESCRIPTION "distributed locks in a MariaDB/MySQL table - command-line tools
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "distributed locks in a MariaDB table - command-line tools
 ${_about}
 .
 This package has rowlock(1), which runs a command while holding a lock

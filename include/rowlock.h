@@ -122,10 +122,12 @@ ROWLOCK_EXTERN const char *rowlock_error_name(int code);
  * Copy `n` bytes of untrusted text `s` into `out` (`cap` bytes, always
  * NUL-terminated) so that it is safe to show on a terminal and in a log
  * line: C0 controls (newline included), DEL, bytes that are not valid UTF-8
- * and the backslash itself are written as \xNN (a backslash as \\), C1
- * controls (U+0080-U+009F, which include the 8-bit CSI and OSC) as \u0080
- * to \u009f; so no input can end the line, start a terminal escape
- * sequence or forge another message. What does not fit is cut at a
+ * and the backslash itself are written as \xNN (a backslash as \\); C1
+ * controls (U+0080-U+009F, which include the 8-bit CSI and OSC), the line
+ * and paragraph separators (U+2028, U+2029) and the bidirectional controls
+ * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) as one \uXXXX
+ * each (\u009b, \u202e); so no input can end the line, start a terminal
+ * escape sequence, reorder what the reader sees or forge another message. What does not fit is cut at a
  * character boundary and ends in "...". Returns the length written. Every
  * rowlock message that quotes user input uses it.
  */

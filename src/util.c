@@ -213,6 +213,19 @@ ROWLOCK_EXTERN const char *rowlock_version(void)
     return ROWLOCK_VERSION_STRING;
 }
 
+/* Valid UTF-8 that must still not reach a terminal or a log line as
+ * itself: the C1 controls (the 8-bit CSI and OSC start escape sequences,
+ * NEL ends a line), the line and paragraph separators (U+2028, U+2029, which
+ * some viewers break lines at), and the bidirectional formatting controls
+ * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorder what
+ * a reader sees: a name holding U+202E shows its tail reversed, the
+ * "Trojan Source" trick (CVE-2021-42574). */
+static int escaped_as_code_point(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+           (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
 ROWLOCK_EXTERN size_t rowlock_escape(char *out, size_t cap, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -232,22 +245,22 @@ ROWLOCK_EXTERN size_t rowlock_escape(char *out, size_t cap, const char *s, size_
             piece[plen++] = '\\';
             piece[plen++] = '\\';
         } else if (c >= 0x80) {
-            size_t bad = 0;
             size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-            int c1 = c == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
-            if (!c1 && i + len <= n && rowlock__utf8_check(p + i, len, &bad) == NULL) {
-                memcpy(piece, p + i, len);
-                plen = len;
+            if (i + len <= n && rowlock__utf8_check(p + i, len, NULL) == NULL) {
+                uint32_t cp = (uint32_t)c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+                for (size_t k = 1; k < len; k++)
+                    cp = (cp << 6) | (p[i + k] & 0x3f);
+                if (escaped_as_code_point(cp)) {
+                    /* One escape for the code point: \u0085, \u202e */
+                    piece[plen++] = '\\';
+                    piece[plen++] = 'u';
+                    for (int sh = 12; sh >= 0; sh -= 4)
+                        piece[plen++] = hex[(cp >> sh) & 0xf];
+                } else {
+                    memcpy(piece, p + i, len);
+                    plen = len;
+                }
                 used = len;
-            } else if (c1) {
-                /* U+0080-U+009F: one escape for the code point */
-                piece[plen++] = '\\';
-                piece[plen++] = 'u';
-                piece[plen++] = '0';
-                piece[plen++] = '0';
-                piece[plen++] = hex[(p[i + 1] >> 4) & 0xf];
-                piece[plen++] = hex[p[i + 1] & 0xf];
-                used = 2;
             }
         }
         if (plen == 0) {

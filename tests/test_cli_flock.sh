@@ -127,7 +127,8 @@ rl run --close "$n" true
 check "--close (accepted): 0" 0 $?
 rl run -F "$n" true 2>"$W/f.err"
 check "-F refused: 64" 64 $?
-[[ $(wc -l <"$W/f.err") -eq 1 ]] && grep -q "supervisor" "$W/f.err" && pass "... with a one-line reason" ||
+[[ $(wc -l <"$W/f.err") -eq 1 ]] && grep -q "lease needs a live process that renews it and stops COMMAND" "$W/f.err" &&
+    pass "... with a one-line reason (the lease needs rowlock as COMMAND's parent)" ||
     fail "... with a one-line reason" "$(cat "$W/f.err")"
 rl run --no-fork "$n" true 2>/dev/null
 check "--no-fork refused: 64" 64 $?

@@ -200,6 +200,22 @@ check "lock without NAME: 64" 64 $?
 check "lock NAME COMMAND: 64 (that is run)" 64 $?
 "$RL" --table=$T lock --pid 999999999 "${P}x" >/dev/null 2>&1
 check "lock --pid of no process: 64" 64 $?
+# --pid 1: init never exits; the message says so (it said "use --pid").
+err=$("$RL" --table=$T lock --pid 1 "${P}x" 2>&1 >/dev/null)
+rc=$?
+if [[ $rc == 64 && $err == *"process 1 is init"* && $err != *"use --pid"* ]]; then
+    pass "lock --pid 1: 64, init never exits"
+else
+    fail "lock --pid 1: 64, init never exits" "exit $rc" "$err"
+fi
+# --pid of rowlock itself (exec keeps the pid): it exits once it prints the handle.
+err=$(bash -c 'exec "$1" --table="$2" lock --pid $$ "$3"' _ "$RL" $T "${P}x" 2>&1 >/dev/null)
+rc=$?
+if [[ $rc == 64 && $err == *"this rowlock process"* ]]; then
+    pass "lock --pid of rowlock itself: 64"
+else
+    fail "lock --pid of rowlock itself: 64" "exit $rc" "$err"
+fi
 "$RL" unlock 'not-a-handle' >/dev/null 2>&1
 check "unlock of a malformed handle: 64" 64 $?
 env -u ROWLOCK_HANDLE "$RL" unlock >/dev/null 2>&1

@@ -60,6 +60,23 @@ else
     fail "run --verbose escapes the lock name" "$(cat "$W/err3")"
 fi
 
+# A name with a bidirectional control (U+202E RIGHT-TO-LEFT OVERRIDE, which
+# shows what follows it reversed) is shown as \u202e, in the event lines and
+# in status; the raw bytes never reach the output. In JSON it is \u202e too.
+rlo=$'\xe2\x80\xae'
+n3="${P}bidi-${rlo}txt.exe"
+"$RL" --table=$T run --verbose "$n3" true 2>"$W/err4"
+rc=$?
+"$RL" --table=$T status "$n3" >"$W/st4" 2>&1
+"$RL" --table=$T status --json "$n3" >"$W/js4" 2>&1
+if [[ $rc == 0 ]] && grep -q "^rowlock: info acquired: '${P}bidi-\\\\u202etxt.exe' (insert)" "$W/err4" &&
+    grep -qF "${P}bidi-\\u202etxt.exe" "$W/st4" && grep -qF "\"${P}bidi-\\u202etxt.exe\"" "$W/js4" &&
+    ! grep -q "$rlo" "$W/err4" "$W/st4" "$W/js4"; then
+    pass "a bidi control in the name (U+202E) is shown as \\u202e: run --verbose, status, status --json"
+else
+    fail "a bidi control in the name is shown as \\u202e" "exit $rc" "$(cat "$W/err4" "$W/st4" "$W/js4" | od -c | head -40)"
+fi
+
 # The reaper: --verbose is accepted, refused with --quiet.
 "$REAPER" --table=$T --verbose --grace 3600 >/dev/null 2>"$W/rerr"
 rc1=$?

@@ -16,6 +16,8 @@ FILE=${1:?usage: test_completion.sh COMPLETION_FILE BINDIR [db]}
 BIN=${2:?usage: test_completion.sh COMPLETION_FILE BINDIR [db]}
 MODE=${3:-unit}
 RL=$BIN/rowlock
+# The zsh completion: beside the bash one.
+ZFILE=${ROWLOCK_ZSH_COMPLETION:-$(dirname -- "$FILE")/_rowlock}
 # shellcheck source=../completion/rowlock.bash
 source "$FILE"
 
@@ -29,6 +31,48 @@ cleanup() {
 trap cleanup EXIT
 
 N=0 PASSED=0 FAILED=0
+
+# zcomp LINE: sets REPLY to the sorted, space-joined candidates zsh offers
+# for a TAB at the end of LINE: an interactive zsh -f on a pty (zsh/zpty)
+# with compinit over the directory of $ZFILE, compadd wrapped to print what
+# it adds. The tools are found on PATH. The dump file is in $W, never
+# /dev/null: zsh's compdump moves its file onto that path even with -D, and
+# as root that replaced /dev/null with a regular file (then every user but
+# root got "Permission denied" writing to it: a Galera joiner's SST died).
+zcomp() {
+    cat >"$W/zcap.zsh" <<'ZEOF'
+zmodload zsh/zpty || exit 1
+zpty z zsh -f -i
+zpty -w z "PROMPT='>'; fpath=(${(q)1} \$fpath); autoload -Uz compinit; compinit -u -D -d ${(q)3}"
+zpty -w z 'compadd() { if [[ "$*" == *-[OAD]* ]]; then builtin compadd "$@"; return; fi; local -a __h; builtin compadd -A __h "$@"; (( $#__h )) || return 1; local h; for h in $__h; do print -r -- "<CAND>$h</CAND>"; done; builtin compadd "$@"; }'
+# TAB completes, then says it is done (no typeahead: zsh may cut a
+# completion short when more input is pending).
+zpty -w z 'comp-then-done() { zle complete-word; print -r -- "<DO""NE>"; }; zle -N comp-then-done'
+zpty -w z "bindkey '^I' comp-then-done; print -r -- '<REA''DY>'"
+zpty -r z out '*<READY>*'
+zpty -n -w z "$2"$'\t'
+out=
+zpty -r z out '*<DONE>*'
+print -r -- "$out" | grep -o '<CAND>[^<]*</CAND>' | sed 's/<CAND>//; s/<\/CAND>//' | sort -u
+zpty -d z
+ZEOF
+    REPLY=$(PATH=$BIN:$PATH timeout 30 zsh -f "$W/zcap.zsh" "$(dirname -- "$ZFILE")" "$1" "$W/zcompdump" | tr '\n' ' ')
+    REPLY=${REPLY% }
+}
+# zexpect DESC LINE EXPECTED: zsh offers exactly EXPECTED. About one TAB in
+# 15 on the pty comes back without the candidates (the same line then
+# answers right: the harness, not the completion), so a wrong answer is
+# asked for again, up to 3 times; a wrong completion is wrong every time.
+zexpect() {
+    local try
+    for try in 1 2 3; do
+        zcomp "$2"
+        [[ $REPLY == "$3" ]] && break
+    done
+    if [[ $REPLY == "$3" ]]; then pass "zsh: $1"; else fail "zsh: $1" "line:     '$2'" "expected: '$3'" "got:      '$REPLY'"; fi
+}
+HAVE_ZSH=0
+command -v zsh >/dev/null && [[ -f $ZFILE ]] && HAVE_ZSH=1
 pass() { N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - %s\n' "$N" "$1"; }
 fail() {
     N=$((N + 1)); FAILED=$((FAILED + 1)); printf 'not ok %d - %s\n' "$N" "$1"; shift
@@ -121,6 +165,65 @@ if [[ $MODE != db ]]; then
     done
     if [[ -z $miss ]]; then pass "rowlock-reaper's options"; else fail "rowlock-reaper's options" "missing:$miss"; fi
 
+    # The zsh completion (completion/_rowlock): valid zsh, and every option
+    # that a command's --help lists is in that command's part of it.
+    if ! command -v zsh >/dev/null; then
+        N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - # SKIP zsh is not installed (zsh completion)\n' "$N"
+    elif [[ ! -f $ZFILE ]]; then
+        fail "the zsh completion exists" "no file $ZFILE"
+    else
+        if out=$(zsh -n "$ZFILE" 2>&1) && [[ -z $out ]]; then
+            pass "zsh -n: the zsh completion is valid zsh"
+        else
+            fail "zsh -n: the zsh completion is valid zsh" "$out"
+        fi
+        # zsh_part CMD: the text that completes CMD's options (its case
+        # branch, plus the option lists and helpers it names).
+        zsh_part() {
+            local part
+            if [[ $1 == rowlock-reaper ]]; then
+                part=$(sed -n '/service == rowlock-reaper/,/return ret/p' "$ZFILE")
+            else
+                part=$(sed -n "/^ *($1)\$/,/;;/p" "$ZFILE")
+            fi
+            [[ $part == *'$conn'* ]] && part+=$(sed -n '/^ *local -a conn=(/,/^ *)$/p' "$ZFILE")
+            [[ $part == *'$lockopts'* ]] && part+=$(sed -n '/^ *local -a lockopts=(/,/^ *)$/p' "$ZFILE")
+            [[ $part == *_rowlock_command* ]] && part+=$(sed -n '/^_rowlock_command()/,/^}/p' "$ZFILE")
+            printf '%s\n' "$part"
+        }
+        zexpect "commands" "rowlock " "help list lock metrics migrate permits release run status unlock"
+        zexpect "a connection option's value is skipped" "rowlock --table t " \
+            "help list lock metrics migrate permits release run status unlock"
+        zexpect "--strategy=" "rowlock run --strategy=" "for-update insert optimistic"
+        zexpect "--ssl-mode=VALUE" "rowlock --ssl-mode=VER" "VERIFY_CA VERIFY_IDENTITY"
+        zexpect "lock's options" "rowlock lock --p" "--password --permits --pid --port"
+        zexpect "release's options" "rowlock release --f" "--force"
+        zexpect "help COMMAND" "rowlock help r" "release run"
+        zexpect "run NAME -: -c, --command or --" "rowlock run -n job -" "-- --command -c"
+        zexpect "run NAME -c: the shell command is not completed" "rowlock run --host h job -c " ""
+        touch "$W/some-file"
+        zexpect "run NAME COMMAND ARG: files" "rowlock run job ls $W/some-f" "some-file"
+        zexpect "rowlock-reaper's options" "rowlock-reaper --pa" "--password --pause"
+        start=$SECONDS
+        zexpect "database down: no lock names" "rowlock status " ""
+        took=$((SECONDS - start))
+        if ((took <= 8)); then pass "zsh: database down: quickly (${took}s)"; else fail "zsh: database down: quickly" "${took}s"; fi
+        for c in run lock unlock status list release migrate permits rowlock-reaper; do
+            if [[ $c == rowlock-reaper ]]; then help=$("$BIN/rowlock-reaper" --help); else help=$("$RL" "$c" --help); fi
+            part=$(zsh_part "$c")
+            miss=""
+            # The options column of the help's option lines.
+            for o in $(grep -E '^ +-' <<<"$help" | sed -E 's/^ +//; s/  .*//' | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+                [[ $part =~ (^|[^a-z-])$o([^a-z-]|$) ]] || miss+=" $o"
+            done
+            if [[ -n $part && -z $miss ]]; then
+                pass "zsh completion of $c: every option of its --help"
+            else
+                fail "zsh completion of $c: every option of its --help" "missing:$miss"
+            fi
+        done
+    fi
+
     # Database down: no names, nothing on stderr, quickly.
     start=$SECONDS
     comp "$RL status " 2>"$W/err"
@@ -155,6 +258,14 @@ else
         "$RL --password --table=$T status ${P}p" "${P}plain"
     expect "another table: none of these names" "$RL --table=${T}_none status $P" ""
     expect "no names after NAME" "$RL --table=$T status ${P}plain " ""
+    if ((HAVE_ZSH)); then
+        # As compadd adds them: quoted for the line.
+        want=$(printf '%q\n' "${names[@]}" | sort | tr '\n' ' ')
+        zexpect "run NAME: held locks' names, quoted" "rowlock --table=$T run $P" "${want% }"
+        zexpect "status NAME, --table VALUE form" "rowlock --table $T status $P" "${want% }"
+    else
+        N=$((N + 1)); PASSED=$((PASSED + 1)); printf 'ok %d - # SKIP zsh is not installed (zsh completion)\n' "$N"
+    fi
 fi
 
 printf '%d passed, %d failed\n' "$PASSED" "$FAILED"

@@ -111,6 +111,18 @@ for t in rowlock rowlock-reaper; do
     fi
 done
 
+# The zsh completion, one file for both tools (#compdef rowlock rowlock-reaper).
+f=$P/share/zsh/vendor-completions/_rowlock
+if [[ ! -s $f ]]; then
+    fail "zsh completion installed" "$f missing"
+elif [[ $(head -1 "$f") != "#compdef rowlock rowlock-reaper" ]]; then
+    fail "zsh completion installed" "first line: $(head -1 "$f")"
+elif command -v zsh >/dev/null && ! out=$(zsh -n "$f" 2>&1); then
+    fail "zsh completion installed" "$out"
+else
+    pass "zsh completion installed ($f)"
+fi
+
 # The reaper's systemd units, ExecStart at the reaper under the install prefix.
 u=$P/lib/systemd/system
 if [[ -s $u/rowlock-reaper.timer ]] &&

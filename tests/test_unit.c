@@ -450,6 +450,49 @@ static void test_escape__controls_c1_and_bad_utf8_never_reach_the_output(void **
     }
 }
 
+/* The bidirectional controls reorder what a reader sees ("Trojan Source"); they, the C1 controls
+ * and the line and paragraph separators are shown as one \uXXXX each. Every other code point of
+ * valid UTF-8 is shown as itself. */
+static void test_escape__bidi_controls_and_separators_are_shown_as_code_points(void **state)
+{
+    (void)state;
+    static const unsigned escaped[] = { 0x061c, 0x200e, 0x200f, 0x2028, 0x2029, 0x202a, 0x202b,
+                                        0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069 };
+    char out[64], want[64];
+    rowlock_escape(out, sizeof out, "job-\xe2\x80\xaegpj.exe", 14); /* U+202E RIGHT-TO-LEFT OVERRIDE */
+    assert_string_equal(out, "job-\\u202egpj.exe");
+    rowlock_escape(out, sizeof out, "\xd8\x9c" "a\xe2\x81\xa6" "b\xe2\x80\x8f", 10);
+    assert_string_equal(out, "\\u061ca\\u2066b\\u200f");
+    rowlock_escape(out, 10, "ab\xe2\x80\xae\xe2\x80\xae", 8); /* never half an escape */
+    assert_string_equal(out, "ab...");
+    for (unsigned cp = 0x80; cp <= 0x10ffff; cp++) {
+        unsigned char in[4];
+        size_t n, k;
+        int listed = cp <= 0x9f;
+        if (cp >= 0xd800 && cp <= 0xdfff)
+            continue;
+        for (k = 0; k < sizeof escaped / sizeof escaped[0]; k++)
+            listed |= cp == escaped[k];
+        if (cp < 0x800) {
+            in[0] = (unsigned char)(0xc0 | cp >> 6), in[1] = (unsigned char)(0x80 | (cp & 0x3f)), n = 2;
+        } else if (cp < 0x10000) {
+            in[0] = (unsigned char)(0xe0 | cp >> 12), in[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+            in[2] = (unsigned char)(0x80 | (cp & 0x3f)), n = 3;
+        } else {
+            in[0] = (unsigned char)(0xf0 | cp >> 18), in[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+            in[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f)), in[3] = (unsigned char)(0x80 | (cp & 0x3f));
+            n = 4;
+        }
+        if (listed)
+            snprintf(want, sizeof want, "\\u%04x", cp);
+        else
+            memcpy(want, in, n), want[n] = '\0';
+        rowlock_escape(out, sizeof out, (const char *)in, n);
+        if (strcmp(out, want) != 0)
+            fail_msg("U+%04X shown as '%s', want '%s'", cp, out, want);
+    }
+}
+
 /* ---- lock names ------------------------------------------------------------------------------- */
 
 static void test_name_check__accepts_1_to_255_bytes_of_utf8(void **state)
@@ -685,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_table_name_check__refuses_rowlocks_own_objects),
         cmocka_unit_test(test_table_name_check__the_message_lists_exactly_what_is_refused),
         cmocka_unit_test(test_escape__controls_c1_and_bad_utf8_never_reach_the_output),
+        cmocka_unit_test(test_escape__bidi_controls_and_separators_are_shown_as_code_points),
         cmocka_unit_test(test_name_check__accepts_1_to_255_bytes_of_utf8),
         cmocka_unit_test(test_name_check__refuses_bad_names_with_a_reason),
         cmocka_unit_test(test_name_check__counts_bytes_not_characters),

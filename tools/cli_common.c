@@ -147,6 +147,24 @@ static size_t utf8_seq(const unsigned char *s)
     return 0;
 }
 
+/* The code point of the valid n-byte sequence at s when JSON output
+ * shows it as \uXXXX (the set rowlock_escape() escapes: C1 controls, line
+ * and paragraph separators, bidirectional controls), else 0. */
+static uint32_t json_escaped_code_point(const unsigned char *s, size_t n)
+{
+    uint32_t cp;
+    if (n == 2)
+        cp = (uint32_t)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
+    else if (n == 3)
+        cp = (uint32_t)(s[0] & 0x0F) << 12 | (uint32_t)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+    else
+        return 0;
+    if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+        (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
+        return cp;
+    return 0;
+}
+
 void cli_json_string(FILE *f, const char *str)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
@@ -174,10 +192,13 @@ void cli_json_string(FILE *f, const char *str)
         if (n == 0) {
             fputs("\\ufffd", f);
             s++;
-        } else if (n == 3 && s[0] == 0xE2 && s[1] == 0x80 && (s[2] == 0xA8 || s[2] == 0xA9)) {
-            /* U+2028/U+2029: valid JSON, but escape them for JavaScript consumers */
-            fprintf(f, "\\u%04x", s[2] == 0xA8 ? 0x2028u : 0x2029u);
-            s += 3;
+        } else if (json_escaped_code_point(s, n)) {
+            /* Valid JSON as themselves, but shown escaped (the decoded string
+             * is the same): the C1 controls, U+2028/U+2029 (which end a line
+             * in JavaScript) and the bidirectional controls, as
+             * rowlock_escape() shows them, for whoever reads the JSON. */
+            fprintf(f, "\\u%04x", (unsigned)json_escaped_code_point(s, n));
+            s += n;
         } else {
             fwrite(s, 1, n, f);
             s += n;

@@ -37,6 +37,17 @@ enum {
 #undef CLI_EXIT_ENUM_
 };
 
+/*
+ * 1 in the parser fuzz target (tests/fuzz/fuzz_cli.c compiles the tools'
+ * sources with -DCLI_PARSE_ONLY=1), 0 in the tools. Each command tests it
+ * where its arguments are parsed and checked and nothing is done yet (no
+ * connection, fork, signal mask or socket): `if (CLI_PARSE_ONLY) return 0;`.
+ * A constant, so the tools' code is unchanged.
+ */
+#ifndef CLI_PARSE_ONLY
+#define CLI_PARSE_ONLY 0
+#endif
+
 /* rowlock_release(), tried again with backoff for at most budget_ms while
  * it fails transiently (a failover: the next call reconnects), so a caller
  * warns only when the release finally failed. */

@@ -1,5 +1,5 @@
 /*
- * rowlock — take a distributed lock kept in a MariaDB/MySQL table from the
+ * rowlock — take a distributed lock kept in a MariaDB table from the
  * shell, run a command under it, inspect and administer locks.
  *
  *   rowlock [CONNECTION OPTIONS] COMMAND [ARGS]
@@ -15,7 +15,8 @@
 static const char usage_main[] =
     "Usage: rowlock [CONNECTION OPTIONS] COMMAND [ARGS]\n"
     "\n"
-    "Distributed locks kept in a MariaDB/MySQL table.\n"
+    "Distributed locks kept in a MariaDB table (MariaDB 10.6 or later; MySQL is not\n"
+    "supported yet).\n"
     "\n"
     "Commands:\n"
     "  run [OPTIONS] NAME [--] COMMAND [ARG...]   run COMMAND while holding lock NAME\n"
@@ -142,7 +143,7 @@ static int dispatch(cli_conn *cc, int argc, char **argv)
     return CLI_EX_USAGE;
 }
 
-int main(int argc, char **argv)
+int rl_main(int argc, char **argv)
 {
     cli_conn cc;
     int i = 1, ex;
@@ -209,6 +210,14 @@ int main(int argc, char **argv)
     }
     ex = dispatch(&cc, argc - i, argv + i);
     cli_conn_free(&cc);
+    return ex;
+}
+
+#if !CLI_PARSE_ONLY
+int main(int argc, char **argv)
+{
+    int ex = rl_main(argc, argv);
     rowlock_library_end();
     return ex;
 }
+#endif

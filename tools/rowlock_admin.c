@@ -173,6 +173,8 @@ int rl_cmd_status(cli_conn *cc, int argc, char **argv)
     }
     if (cli_check_name(PROG, "status", sa.pos[0]) != 0)
         return CLI_EX_USAGE;
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
@@ -335,6 +337,8 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
     rc = parse_simple(cc, "list", list_specs, rl_usage_list, 0, argc, argv, &sa);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
@@ -446,6 +450,8 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
     }
     if (cli_check_name(PROG, "release", sa.pos[0]) != 0)
         return CLI_EX_USAGE;
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
@@ -511,6 +517,8 @@ int rl_cmd_migrate(cli_conn *cc, int argc, char **argv)
     rc = parse_simple(cc, "migrate", migrate_specs, rl_usage_migrate, 0, argc, argv, &sa);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK, &c);
     if (rc != 0)
         return rc;

@@ -24,6 +24,10 @@
 /* A command: argv[0] is its name. Returns the process's exit status. */
 typedef int (*rowlock_cmd_fn)(cli_conn *cc, int argc, char **argv);
 
+/* The whole program but the final rowlock_library_end() (rowlock.c); main()
+ * calls it, and so does the parser fuzz target, once per input. */
+int rl_main(int argc, char **argv);
+
 /* Print a command's usage followed by the connection options. */
 void rl_print_cmd_help(const char *usage);
 

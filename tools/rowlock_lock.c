@@ -350,8 +350,21 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
             return rc; /* CLI_EX_USAGE, or -1 after --help */
         switch (id) {
         case LO_PID:
-            if (cli_parse_uint(val, 1, INT_MAX, &u) != 0 || kill((pid_t)u, 0) != 0) {
+            /* EPERM: it runs, as another user; its exit is seen all the same. */
+            if (cli_parse_uint(val, 1, INT_MAX, &u) != 0 || (kill((pid_t)u, 0) != 0 && errno != EPERM)) {
                 fprintf(stderr, "%s: lock: --pid: '%s' is not a running process\n", PROG, cli_q(val));
+                return CLI_EX_USAGE;
+            }
+            if (u == 1) {
+                fprintf(stderr, "%s: lock: --pid 1: process 1 is init, which outlives every shell, so its "
+                                "exit would never release the lock; give the pid whose exit should release "
+                                "it (the shell's: --pid \"$$\")\n", PROG);
+                return CLI_EX_USAGE;
+            }
+            if ((pid_t)u == getpid()) {
+                fprintf(stderr, "%s: lock: --pid %llu: that is this rowlock process, which exits once "
+                                "it prints the handle (so the lock would be released at once); give the "
+                                "pid of the shell, e.g. --pid \"$$\"\n", PROG, u);
                 return CLI_EX_USAGE;
             }
             la->watch = (pid_t)u;
@@ -380,8 +393,11 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
     if (la->watch == 0)
         la->watch = default_watch();
     if (la->watch <= 1) {
-        fprintf(stderr, "%s: lock: the calling shell is gone (parent pid %ld); use --pid\n", PROG,
-                (long)la->watch);
+        /* Our parent is init: whoever ran rowlock has exited already, or
+         * init itself started it; either way no shell is there to watch. */
+        fprintf(stderr, "%s: lock: the process that ran rowlock is gone (rowlock's parent is init now), "
+                        "so no shell's exit can release the lock; name the process to watch with --pid PID\n",
+                PROG);
         return CLI_EX_USAGE;
     }
     return 0;
@@ -886,6 +902,8 @@ int rl_cmd_lock(cli_conn *cc, int argc, char **argv)
     rc = parse_lock(cc, argc, argv, &la);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     if (pipe2(p, O_CLOEXEC) != 0) {
         fprintf(stderr, "%s: lock: pipe: %s\n", PROG, strerror(errno));
         return CLI_EX_UNAVAILABLE;
@@ -997,6 +1015,8 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
         free(h);
         return CLI_EX_USAGE;
     }
+    if (CLI_PARSE_ONLY)
+        return 0;
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, salen) != 0) {
         fprintf(stderr, "%s: unlock: no lock supervisor for handle %ld.... (already unlocked, or "

@@ -200,6 +200,8 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
         if (id == MO_JSON)
             json = 1;
     }
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;

@@ -70,6 +70,8 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
                 ROWLOCK_PERMITS_MAX);
         return CLI_EX_USAGE;
     }
+    if (CLI_PARSE_ONLY)
+        return 0;
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;

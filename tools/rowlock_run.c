@@ -52,7 +52,8 @@ const char rl_usage_run[] =
     "  -o, --close                  accepted for flock(1) compatibility: COMMAND never\n"
     "                               inherits the database connection anyway\n"
     "  -F, --no-fork                refused: the lease needs rowlock to stay as\n"
-    "                               COMMAND's supervisor\n"
+    "                               COMMAND's parent, which renews it and stops COMMAND\n"
+    "                               before it ends (signals are forwarded to COMMAND)\n"
     "  -k, --kill-after=SECONDS     when the lease cannot be renewed, COMMAND gets SIGTERM\n"
     "                               this long before SIGKILL, and SIGKILL comes before the\n"
     "                               lease could end (default: a quarter of the lease, at\n"
@@ -554,8 +555,10 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
             break;
         }
         case RO_NO_FORK:
-            fprintf(stderr, "%s: run: --no-fork is not supported: rowlock stays as COMMAND's supervisor to renew "
-                            "the lease and end COMMAND if it is lost\n", PROG);
+            /* Why not a holder process beside an exec'd COMMAND: docs/cli.md, "Why no -F". */
+            fprintf(stderr, "%s: run: -F/--no-fork is not supported: the lease needs a live process that renews "
+                            "it and stops COMMAND before it ends, so rowlock stays as COMMAND's parent (it "
+                            "forwards signals to COMMAND and exits with its status)\n", PROG);
             return CLI_EX_USAGE;
         case RO_VERSION:
             printf("rowlock %s (library %s, schema version %d)\n", ROWLOCK_VERSION_STRING, rowlock_version(),
@@ -903,6 +906,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     rc = parse_run(cc, argc, argv, &ra);
     if (rc != 0)
         return rc < 0 ? 0 : rc;
+    if (CLI_PARSE_ONLY)
+        return 0;
     shown = cli_human_str(ra.name, &shown_w);
     if (shown == NULL) {
         fprintf(stderr, "%s: out of memory\n", PROG);
