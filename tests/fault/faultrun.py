@@ -670,13 +670,11 @@ def sc_pause(run, args):
         g.injections += 1
         paused.append((g, pgid, b))
     for g, pgid, b in paused:
-        # insert/optimistic: another holder takes over after the lease and
-        # writes; for-update has no lease: nobody can take it.
-        if g.strategy != "for-update":
-            if not run.wait_newer_write(g, b["token"], 20):
-                fails.append("%s: no later holder wrote while %d was paused" % (g.name, pgid))
-        else:
-            time.sleep(max(0.0, (b["t"] + 2 * g.lease_ms * 1000 - now_us()) / 1e6))
+        # Another holder takes over after the lease and writes; for-update
+        # too: the server ends the paused holder's silent session by its
+        # wait_timeout, the lease (it used to keep the lock for ever).
+        if not run.wait_newer_write(g, b["token"], 20):
+            fails.append("%s: no later holder wrote while %d was paused" % (g.name, pgid))
     for g, pgid, b in paused:
         run.fault("resume", pid=pgid, group=g.name)
         run.killpg(pgid, signal.SIGCONT)
@@ -684,10 +682,6 @@ def sc_pause(run, args):
     run.tail()
     for g, pgid, b in paused:
         fences = [r for r in run.records if r.get("ev") == "fence" and r.get("gid") == b["gid"]]
-        if g.strategy == "for-update":
-            if fences and not fences[0]["ok"]:
-                fails.append("%s: the paused for-update holder's write was refused" % g.name)
-            continue
         if not fences and g.via != "cli":
             # A `rowlock run` holder may be killed by its watchdog the moment
             # the group resumes (its deadline passed during the pause),
