@@ -97,8 +97,10 @@ static void test_keep__renews_through_a_task_ten_leases_long(void **state)
     assert_rc(rowlock_release(o), 0, other);
 }
 
-/* The server ends the keeper's session: the next renewal fails, the keeper
- * reconnects and goes on; the callback never runs. */
+/* The server ends the keeper's session: the keeper reconnects and goes on;
+ * the callback never runs. The close is seen either before the next
+ * renewal (db.c's idle check: no failure at all) or by that renewal
+ * failing; either way the keeper is on a new session afterwards. */
 static void test_keep__survives_a_killed_keeper_connection(void **state)
 {
     (void)state;
@@ -115,7 +117,7 @@ static void test_keep__survives_a_killed_keeper_connection(void **state)
     tu_sleep_ms(1200);
     rowlock_keep_info st = status_of(l);
     assert_true(st.session_id > 0);
-    uint64_t renewals = st.renewals;
+    uint64_t renewals = st.renewals, killed = st.session_id;
     assert_true(renewals >= 1);
     assert_int_equal(tu_sql(NULL, 0, "KILL CONNECTION %" PRIu64, st.session_id), 0);
     tu_sleep_ms(4000); /* more than a lease */
@@ -123,7 +125,7 @@ static void test_keep__survives_a_killed_keeper_connection(void **state)
     assert_int_equal(st.state, ROWLOCK_KEEP_HELD);
     assert_true(st.renewals >= renewals + 2);
     assert_true(st.session_id > 0);
-    assert_true(st.failures >= 1); /* the renewal on the killed connection */
+    assert_true(st.session_id != killed); /* renewing on a new session */
     assert_int_equal(ev_calls(&ev), 0);
     assert_rc(rowlock_release(l), 0, c);
 }
