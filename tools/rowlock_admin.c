@@ -270,60 +270,84 @@ static int collect_row(const rowlock_info *info, void *arg)
     return 0;
 }
 
-/* One lock object of `list --json`: a one-row lock (nh 0) or the entries
- * h[0..nh) of a multi-holder name. */
-typedef struct listed {
-    rowlock_info info;
-    const rowlock_holder_info *h;
-    size_t nh;
-} listed;
-
 static int listed_cmp(const void *a, const void *b)
 {
-    return strcmp(((const listed *)a)->info.name, ((const listed *)b)->info.name);
+    return strcmp(((const rl_listed *)a)->info.name, ((const rl_listed *)b)->info.name);
 }
 
-/* The one-row locks `rv` (from rowlock_list) and the multi-holder names
- * held (with --stale: left by crashed holders only), ordered by name (the
- * table's binary order), as one JSON array. Returns 0 or an exit code. */
-static int list_json(rowlock_client *c, const rowvec *rv, int stale)
+int rl_locks_collect(rowlock_client *c, const char *what, int stale, rl_locks *out)
 {
-    rowlock_holder_info *hv = NULL;
-    size_t hn = 0, i, j, n = 0;
-    listed *out;
-    int ex = rl_get_holders(c, NULL, &hv, &hn);
+    rowvec rv = { NULL, 0, 0, 0 };
+    size_t i, j, hn = 0;
+    int rc, ex;
+
+    memset(out, 0, sizeof *out);
+    rc = rowlock_list(c, stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
+    if (rv.oom) {
+        free(rv.v);
+        fprintf(stderr, "%s: %s: out of memory\n", PROG, what);
+        return CLI_EX_UNAVAILABLE;
+    }
+    if (rc != 0) {
+        free(rv.v);
+        cli_report(PROG, what, c, rc);
+        return cli_exit_for(rc);
+    }
+    if ((ex = rl_get_holders(c, NULL, &out->holders, &hn)) != 0) {
+        free(rv.v);
+        return ex;
+    }
+    out->v = malloc((rv.n + hn + 1) * sizeof *out->v);
+    if (out->v == NULL) {
+        free(rv.v);
+        rl_locks_free(out);
+        fprintf(stderr, "%s: %s: out of memory\n", PROG, what);
+        return CLI_EX_UNAVAILABLE;
+    }
+    for (i = 0; i < rv.n; i++) {
+        out->v[out->n].info = rv.v[i];
+        out->v[out->n].h = NULL;
+        out->v[out->n++].nh = 0;
+    }
+    free(rv.v);
+    for (i = 0; i < hn; i = j) {
+        rl_listed *o = &out->v[out->n];
+        for (j = i + 1; j < hn && strcmp(out->holders[j].name, out->holders[i].name) == 0; j++)
+            ;
+        rl_holders_info(&out->holders[i], j - i, &o->info);
+        if (stale ? !o->info.stale : !o->info.held)
+            continue;
+        o->h = &out->holders[i];
+        o->nh = j - i;
+        out->n++;
+    }
+    qsort(out->v, out->n, sizeof *out->v, listed_cmp);
+    return 0;
+}
+
+void rl_locks_free(rl_locks *l)
+{
+    free(l->v);
+    free(l->holders);
+    memset(l, 0, sizeof *l);
+}
+
+/* `list --json`: every lock (with --stale: the stale ones) as one JSON
+ * array ordered by name. Returns 0 or an exit code. */
+static int list_json(rowlock_client *c, int stale)
+{
+    rl_locks all;
+    int ex = rl_locks_collect(c, "list", stale, &all);
 
     if (ex)
         return ex;
-    out = malloc((rv->n + hn + 1) * sizeof *out);
-    if (out == NULL) {
-        free(hv);
-        fprintf(stderr, "%s: list: out of memory\n", PROG);
-        return CLI_EX_UNAVAILABLE;
-    }
-    for (i = 0; i < rv->n; i++) {
-        out[n].info = rv->v[i];
-        out[n].h = NULL;
-        out[n++].nh = 0;
-    }
-    for (i = 0; i < hn; i = j) {
-        for (j = i + 1; j < hn && strcmp(hv[j].name, hv[i].name) == 0; j++)
-            ;
-        rl_holders_info(&hv[i], j - i, &out[n].info);
-        if (stale ? !out[n].info.stale : !out[n].info.held)
-            continue;
-        out[n].h = &hv[i];
-        out[n++].nh = j - i;
-    }
-    qsort(out, n, sizeof *out, listed_cmp);
     fputc('[', stdout);
-    for (i = 0; i < n; i++) {
+    for (size_t i = 0; i < all.n; i++) {
         fputs(i ? "," : "", stdout);
-        rl_json_lock(stdout, &out[i].info, out[i].h, out[i].nh);
+        rl_json_lock(stdout, &all.v[i].info, all.v[i].h, all.v[i].nh);
     }
     fputs("]\n", stdout);
-    free(out);
-    free(hv);
+    rl_locks_free(&all);
     return 0;
 }
 
@@ -342,6 +366,11 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
+    if (sa.json) {
+        if ((ex = list_json(c, sa.stale)) == 0)
+            ex = cli_finish_stdout(PROG, 0);
+        goto out;
+    }
     rc = rowlock_list(c, sa.stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
     if (rv.oom) {
         fprintf(stderr, "%s: list: out of memory\n", PROG);
@@ -353,11 +382,7 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
         ex = cli_exit_for(rc);
         goto out;
     }
-    if (sa.json) {
-        ex = list_json(c, &rv, sa.stale);
-        if (ex)
-            goto out;
-    } else if (rl_print_table(rv.v, rv.n) != 0) {
+    if (rl_print_table(rv.v, rv.n) != 0) {
         fprintf(stderr, "%s: list: out of memory\n", PROG);
         ex = CLI_EX_UNAVAILABLE;
         goto out;

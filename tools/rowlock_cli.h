@@ -101,6 +101,23 @@ int rl_print_holders(rowlock_client *c, const char *name);
  * name and queue order, into a malloc'd *v (free it). Returns 0 or an exit
  * code (message printed). */
 int rl_get_holders(rowlock_client *c, const char *name, rowlock_holder_info **v, size_t *n);
+/* One lock of the table: a one-row lock (nh 0) or a multi-holder name with
+ * its entries h[0..nh) (info summarises them: rl_holders_info). */
+typedef struct rl_listed {
+    rowlock_info info;
+    const rowlock_holder_info *h;
+    size_t nh;
+} rl_listed;
+typedef struct rl_locks {
+    rl_listed *v;
+    size_t n;
+    rowlock_holder_info *holders; /* what the entries' h point into */
+} rl_locks;
+/* Every held lock (stale: every stale one) ordered by name, as `list --json`
+ * and `metrics --names` show them. Returns 0 or an exit code (message
+ * printed, naming `what`); free with rl_locks_free. */
+int rl_locks_collect(rowlock_client *c, const char *what, int stale, rl_locks *out);
+void rl_locks_free(rl_locks *l);
 
 /* rowlock_metrics.c */
 extern const char rl_usage_metrics[];

@@ -33,91 +33,25 @@ static const cli_optspec metrics_specs[] = {
     { NULL, 0, 0, 0 },
 };
 
-typedef struct held_name {
-    char name[ROWLOCK_NAME_MAX + 1];
-    int64_t acquired_at_us;
-    int shared;
-} held_name;
-
-typedef struct held_vec {
-    held_name *v;
-    size_t n, cap;
-    int oom;
-} held_vec;
-
-static int held_add(held_vec *hv, const char *name, int64_t acquired_at_us, int shared)
+/* The mode a held lock is shown with: a one-row lock is exclusive; a
+ * multi-holder name is shared unless an exclusive grant holds it. */
+static const char *held_mode(const rl_listed *l)
 {
-    if (hv->n == hv->cap) {
-        size_t cap = hv->cap ? 2 * hv->cap : 64;
-        held_name *v = realloc(hv->v, cap * sizeof *v);
-        if (v == NULL) {
-            hv->oom = 1;
-            return 1;
-        }
-        hv->v = v;
-        hv->cap = cap;
-    }
-    snprintf(hv->v[hv->n].name, sizeof hv->v[hv->n].name, "%s", name);
-    hv->v[hv->n].acquired_at_us = acquired_at_us;
-    hv->v[hv->n++].shared = shared;
-    return 0;
-}
-
-static int held_row(const rowlock_info *in, void *arg)
-{
-    return held_add(arg, in->name, in->acquired_at_us, 0);
-}
-
-static int held_cmp(const void *a, const void *b)
-{
-    return strcmp(((const held_name *)a)->name, ((const held_name *)b)->name);
-}
-
-/* The held names: one-row locks (rowlock_list) and multi-holder names with
- * a live grant, ordered by name. Returns 0 or an exit code (message printed). */
-static int held_names(rowlock_client *c, held_vec *hv)
-{
-    rowlock_holder_info *h = NULL;
-    size_t nh = 0, i, j;
-    int rc, ex;
-
-    rc = rowlock_list(c, 0u, held_row, hv);
-    if (rc != 0 && !hv->oom) {
-        cli_report(PROG, "metrics", c, rc);
-        return cli_exit_for(rc);
-    }
-    if (!hv->oom && (ex = rl_get_holders(c, NULL, &h, &nh)) != 0)
-        return ex;
-    for (i = 0; i < nh && !hv->oom; i = j) {
-        rowlock_info in;
-        int shared = 1;
-        for (j = i + 1; j < nh && strcmp(h[j].name, h[i].name) == 0; j++)
-            ;
-        rl_holders_info(&h[i], j - i, &in);
-        for (size_t k = i; k < j; k++)
-            if (h[k].granted && h[k].live && h[k].mode == ROWLOCK_MODE_EXCLUSIVE)
-                shared = 0;
-        if (in.held)
-            (void)held_add(hv, in.name, in.acquired_at_us, shared);
-    }
-    free(h);
-    if (hv->oom) {
-        fprintf(stderr, "%s: metrics: out of memory\n", PROG);
-        return CLI_EX_UNAVAILABLE;
-    }
-    qsort(hv->v, hv->n, sizeof *hv->v, held_cmp);
-    return 0;
+    for (size_t k = 0; k < l->nh; k++)
+        if (l->h[k].granted && l->h[k].live && l->h[k].mode == ROWLOCK_MODE_EXCLUSIVE)
+            return "exclusive";
+    return l->nh ? "shared" : "exclusive";
 }
 
 /* How long a name has been held, by the server's clock of the stats
  * statement (made just before the list). */
-static int64_t held_us(const held_name *n, const rowlock_stats_info *st)
+static int64_t held_us(const rl_listed *l, const rowlock_stats_info *st)
 {
-    int64_t age = n->acquired_at_us ? st->server_now_us - n->acquired_at_us : 0;
+    int64_t age = l->info.acquired_at_us ? st->server_now_us - l->info.acquired_at_us : 0;
     return age > 0 ? age : 0;
 }
 
-static void print_prom(FILE *f, const char *table, const rowlock_stats_info *st, const held_vec *hv, int names)
+static void print_prom(FILE *f, const char *table, const rowlock_stats_info *st, const rl_locks *held, int names)
 {
     cli_metrics_table(f, table, st);
     if (!names)
@@ -125,17 +59,16 @@ static void print_prom(FILE *f, const char *table, const rowlock_stats_info *st,
     cli_prom_head(f, "rowlock_lock_held_seconds", "gauge",
                   "Seconds since the name's oldest live grant was acquired, by the server's clock "
                   "(one series per held name: rowlock metrics --names).");
-    for (size_t i = 0; i < hv->n; i++) {
+    for (size_t i = 0; i < held->n; i++) {
         fputs("rowlock_lock_held_seconds{table=\"", f);
         cli_prom_label_value(f, table);
         fputs("\",name=\"", f);
-        cli_prom_label_value(f, hv->v[i].name);
-        fprintf(f, "\",mode=\"%s\"} %.3f\n", hv->v[i].shared ? "shared" : "exclusive",
-                (double)held_us(&hv->v[i], st) / 1e6);
+        cli_prom_label_value(f, held->v[i].info.name);
+        fprintf(f, "\",mode=\"%s\"} %.3f\n", held_mode(&held->v[i]), (double)held_us(&held->v[i], st) / 1e6);
     }
 }
 
-static void print_json(FILE *f, const char *table, const rowlock_stats_info *st, const held_vec *hv, int names)
+static void print_json(FILE *f, const char *table, const rowlock_stats_info *st, const rl_locks *held, int names)
 {
     char ts[48];
     fputs("{\"table\":", f);
@@ -150,18 +83,19 @@ static void print_json(FILE *f, const char *table, const rowlock_stats_info *st,
     fprintf(f, ",\"counted_at_us\":%" PRId64, st->server_now_us);
     if (names) {
         fputs(",\"held_names\":[", f);
-        for (size_t i = 0; i < hv->n; i++) {
+        for (size_t i = 0; i < held->n; i++) {
+            const rl_listed *l = &held->v[i];
             fputs(i ? ",{\"name\":" : "{\"name\":", f);
-            cli_json_string(f, hv->v[i].name);
-            fprintf(f, ",\"mode\":\"%s\"", hv->v[i].shared ? "shared" : "exclusive");
-            if (hv->v[i].acquired_at_us) {
+            cli_json_string(f, l->info.name);
+            fprintf(f, ",\"mode\":\"%s\"", held_mode(l));
+            if (l->info.acquired_at_us) {
                 fputs(",\"acquired_at\":", f);
-                cli_json_string(f, cli_format_utc_us(ts, sizeof ts, hv->v[i].acquired_at_us));
-                fprintf(f, ",\"acquired_at_us\":%" PRId64, hv->v[i].acquired_at_us);
+                cli_json_string(f, cli_format_utc_us(ts, sizeof ts, l->info.acquired_at_us));
+                fprintf(f, ",\"acquired_at_us\":%" PRId64, l->info.acquired_at_us);
             } else {
                 fputs(",\"acquired_at\":null,\"acquired_at_us\":null", f);
             }
-            fprintf(f, ",\"held_ms\":%" PRId64 "}", held_us(&hv->v[i], st) / 1000);
+            fprintf(f, ",\"held_ms\":%" PRId64 "}", held_us(l, st) / 1000);
         }
         fputc(']', f);
     }
@@ -173,7 +107,7 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
     cli_optparser p;
     const char *val;
     int id, rc, ex, names = 0, json = 0;
-    held_vec hv = { NULL, 0, 0, 0 };
+    rl_locks held = { NULL, 0, NULL };
     rowlock_client *c = NULL;
     rowlock_stats_info st = ROWLOCK_STATS_INFO_INIT;
     char *buf = NULL;
@@ -211,7 +145,7 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
         ex = cli_exit_for(rc);
         goto out;
     }
-    if (names && (ex = held_names(c, &hv)) != 0)
+    if (names && (ex = rl_locks_collect(c, "metrics", 0, &held)) != 0)
         goto out;
     /* Built in memory and printed whole: never half an exposition. */
     m = open_memstream(&buf, &len);
@@ -221,9 +155,9 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
         goto out;
     }
     if (json)
-        print_json(m, rowlock_client_table(c), &st, &hv, names);
+        print_json(m, rowlock_client_table(c), &st, &held, names);
     else
-        print_prom(m, rowlock_client_table(c), &st, &hv, names);
+        print_prom(m, rowlock_client_table(c), &st, &held, names);
     if (fclose(m) != 0) {
         m = NULL;
         fprintf(stderr, "%s: metrics: out of memory\n", PROG);
@@ -237,7 +171,7 @@ out:
     if (m != NULL)
         fclose(m);
     free(buf);
-    free(hv.v);
+    rl_locks_free(&held);
     rowlock_client_free(c);
     return ex;
 }
