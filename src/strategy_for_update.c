@@ -96,8 +96,8 @@ typedef struct fu_client {
     int mode;           /* the mode the transaction holds the row in */
     uint64_t token;
     int wsrep_checked;  /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
-    long wait_s;        /* the session's wait_timeout as set by us; 0: not set on this session */
-    int saved;          /* wrapped: the application's wait_timeout is in @rowlock_wait_timeout */
+    long wait_s;        /* the session's wait_timeout as set by us; 0: not set on this session
+                           (wrapped: while set, the application's own is in @rowlock_wait_timeout) */
 } fu_client;
 #define FU(c) ((fu_client *)rowlock__strategy_client_state((c), &rowlock__strategy_for_update))
 
@@ -111,7 +111,6 @@ static void fu_session_ended(rowlock_client *c, void *state)
     f->name[0] = '\0';
     f->wsrep_checked = 0;
     f->wait_s = 0;
-    f->saved = 0;
 }
 
 /* ROWLOCK_LEASE_MAX_MS is the server's limit for wait_timeout (365 days),
@@ -128,32 +127,28 @@ static int set_wait(rowlock_client *c, fu_client *f, long wait_s, const char *wh
     if (f->wait_s == wait_s)
         return 0;
     char sql[160];
-    if (!c->owns_mysql && !f->saved)
+    if (!c->owns_mysql && f->wait_s == 0)
         snprintf(sql, sizeof sql,
                  "/* rowlock:fu-wait-timeout */ SET @rowlock_wait_timeout = @@session.wait_timeout, "
                  "SESSION wait_timeout = %ld", wait_s);
     else
         snprintf(sql, sizeof sql, "/* rowlock:fu-wait-timeout */ SET SESSION wait_timeout = %ld", wait_s);
     int rc = rowlock__db_simple(c, what, sql);
-    if (rc == 0) {
+    if (rc == 0)
         f->wait_s = wait_s;
-        if (!c->owns_mysql)
-            f->saved = 1;
-    }
     return rc;
 }
 
 /* A wrapped session gets the application's wait_timeout back. */
 static void restore_wait(rowlock_client *c, fu_client *f)
 {
-    if (!f->saved)
+    if (c->owns_mysql || f->wait_s == 0)
         return;
     rowlock__errsave keep;
     rowlock__error_save(c, &keep);
     (void)rowlock__db_simple(c, "release (for-update): restore wait_timeout",
                              "/* rowlock:fu-wait-restore */ SET SESSION wait_timeout = @rowlock_wait_timeout");
     rowlock__error_restore(c, &keep);
-    f->saved = 0;
     f->wait_s = 0;
 }
 
@@ -190,8 +185,7 @@ static int rollback(rowlock_client *c)
     return 0;
 }
 
-static int lost(rowlock_lock *l, const char *what);
-static int session_lost(rowlock_client *c, int rc);
+static int touch(rowlock_lock *l, int64_t lease_ms, const char *what);
 
 static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
@@ -204,16 +198,11 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
                                      "acquire %s (for-update, exclusive): this client holds it shared; release it "
                                      "first (no upgrade from shared to exclusive)",
                                      l->shown);
-            /* Re-entry: the transaction already holds the row. One statement
-             * on the session (the new lease, or DO 1) proves it alive, as
-             * the lease extension lock.c gives a re-entry promises. */
-            int rc = f->wait_s != wait_seconds(lease_ms)
-                         ? set_wait(c, f, wait_seconds(lease_ms), "acquire (for-update): re-entry")
-                         : rowlock__db_simple(c, "acquire (for-update): re-entry", "/* rowlock:fu-renew */ DO 1");
-            if (rc == 0 && !rowlock__db_in_transaction(c))
-                return lost(l, "acquire");
+            /* Re-entry: the transaction already holds the row. It extends
+             * the lease (lock.c), so it must reach the session: touch(). */
+            int rc = touch(l, lease_ms, "acquire");
             if (rc)
-                return session_lost(c, rc) ? lost(l, "acquire") : rc;
+                return rc;
             f->count++;
             l->token = f->token;
             return 0;
@@ -310,8 +299,7 @@ static int lost(rowlock_lock *l, const char *what)
     fu_client *f = FU(c);
     f->count = 0;
     f->name[0] = '\0';
-    if (!c->owns_mysql)
-        restore_wait(c, f);
+    restore_wait(c, f);
     return rowlock__fail(c, ROWLOCK_ENOTOWNER,
                          "%s %s (for-update): not the owner any more: the transaction holding it ended "
                          "(connection lost, the server ended the session after a lease without a statement "
@@ -352,25 +340,35 @@ static int fu_release(rowlock_lock *l)
         return lost(l, "release");
     f->count = 0;
     f->name[0] = '\0';
-    if (rc == 0 && !c->owns_mysql)
+    if (rc == 0)
         restore_wait(c, f);
     return rc;
 }
 
-static int fu_renew(rowlock_lock *l, int64_t lease_ms)
+/* One statement on the holding session (renew, re-entry): the new lease if
+ * it changed, else DO 1. It proves the session (and the row lock) alive and
+ * restarts the server's idle timer for it. */
+static int touch(rowlock_lock *l, int64_t lease_ms, const char *what)
 {
     rowlock_client *c = l->client;
     fu_client *f = FU(c);
-    int rc = fu_alive(l, "renew");
+    char step[40];
+    int rc = fu_alive(l, what);
     if (rc)
         return rc;
+    snprintf(step, sizeof step, "%s (for-update)", what);
     if (f->wait_s != wait_seconds(lease_ms))
-        rc = set_wait(c, f, wait_seconds(lease_ms), "renew (for-update)");
+        rc = set_wait(c, f, wait_seconds(lease_ms), step);
     else
-        rc = rowlock__db_simple(c, "renew (for-update)", "/* rowlock:fu-renew */ DO 1");
-    if (session_lost(l->client, rc))
-        return lost(l, "renew");
-    return rc ? rc : fu_alive(l, "renew");
+        rc = rowlock__db_simple(c, step, "/* rowlock:fu-renew */ DO 1");
+    if (session_lost(c, rc))
+        return lost(l, what);
+    return rc ? rc : fu_alive(l, what);
+}
+
+static int fu_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    return touch(l, lease_ms, "renew");
 }
 
 /* Called by rowlock_inspect() with the row already read into info. */
