@@ -687,17 +687,23 @@ int rowlock__db_server_check(rowlock_client *c, const char *what)
  * behind its holder's back; its next statement fails, as it must.
  */
 #define IDLE_CHECK_US 1000000
+
+/* The server's last word: the connection is inside a transaction. Mutex held. */
+static int in_trans_locked(rowlock_client *c)
+{
+    unsigned int status = 0;
+    return c->mysql && c->connected && mariadb_get_infov(MYSQLP(c), MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+           (status & SERVER_STATUS_IN_TRANS) != 0;
+}
+
 static void idle_check(rowlock_client *c)
 {
     if (!c->connected || !c->owns_mysql || c->last_io_us == 0)
         return;
     int64_t idle = rowlock__now_us() - c->last_io_us;
-    if (idle < IDLE_CHECK_US)
+    if (idle < IDLE_CHECK_US || in_trans_locked(c))
         return;
     MYSQL *m = MYSQLP(c);
-    unsigned int status = 0;
-    if (mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 && (status & SERVER_STATUS_IN_TRANS))
-        return;
     struct pollfd pf = { .fd = (int)mysql_get_socket(m), .events = POLLIN | POLLRDHUP };
     if (pf.fd < 0 || poll(&pf, 1, 0) != 1 || !(pf.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
         return;
@@ -1040,11 +1046,18 @@ static int simple_locked(rowlock_client *c, const char *what, const char *sql)
 int rowlock__db_in_transaction(rowlock_client *c)
 {
     conn_enter(c);
-    unsigned int status = 0;
-    int in = c->mysql && c->connected && mariadb_get_infov(MYSQLP(c), MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
-             (status & SERVER_STATUS_IN_TRANS) != 0;
-    pthread_mutex_unlock(&c->conn_mu);
+    int in = in_trans_locked(c);
+    pthread_mutex_unlock(&c->conn_mu); /* (no statement: last_io_us stays) */
     return in;
+}
+
+/* A keep-alive's failure from libmysqlclient: its message in msg, and
+ * ENOTOWNER when the session is gone, else EDB. */
+static int ping_failed(MYSQL *m, char *msg, size_t cap)
+{
+    snprintf(msg, cap, "keep-alive of the session holding the for-update lock: %s (MySQL error %u)", mysql_error(m),
+             mysql_errno(m));
+    return rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
 }
 
 /* Keeper thread: see rowlock_int.h. */
@@ -1064,9 +1077,7 @@ int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_
         return ROWLOCK_ENOTOWNER;
     }
     if (mysql_send_query(m, PING, (unsigned long)strlen(PING)) != 0) {
-        snprintf(msg, cap, "keep-alive of the session holding the for-update lock: %s (MySQL error %u)",
-                 mysql_error(m), mysql_errno(m));
-        rc = rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
+        rc = ping_failed(m, msg, cap);
     } else {
         /* Wait for the answer until the deadline, never longer: after it the
          * server may already have ended the silent session (and the lock). */
@@ -1083,9 +1094,7 @@ int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_
                      "for-update lock before its safe time ran out");
             rc = ROWLOCK_ENOTOWNER;
         } else if (mysql_read_query_result(m) != 0) {
-            snprintf(msg, cap, "keep-alive of the session holding the for-update lock: %s (MySQL error %u)",
-                     mysql_error(m), mysql_errno(m));
-            rc = rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
+            rc = ping_failed(m, msg, cap);
         }
     }
     if (rc == ROWLOCK_ENOTOWNER && c->connected) {
@@ -1099,8 +1108,7 @@ int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_
         c->connected = 0;
         c->conn_lost_us = rowlock__now_us();
     }
-    c->last_io_us = rowlock__now_us();
-    pthread_mutex_unlock(&c->conn_mu);
+    conn_leave(c);
     return rc;
 }
 

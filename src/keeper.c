@@ -232,6 +232,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     int64_t sent = rowlock__now_us();
     char msg[ROWLOCK__ERRMSG_MAX];
     uint64_t sid;
+    int app_busy = 0;
     if (e->fd >= 0) {
         /* for-update: the lock is the session; its keep-alive runs on the
          * application's connection when the application is not using it
@@ -241,16 +242,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         sid = session;
         msg[0] = '\0';
         rc = rowlock__db_ping_session(ac, (unsigned long)sid, safe_until, &sent, msg, sizeof msg);
-        if (rc == ROWLOCK_EBUSY) {
-            /* The application's thread has a statement on it, which keeps
-             * the session alive too: look again in a moment. */
-            pthread_mutex_lock(&k->mu);
-            e->busy--;
-            e->renewing = 0;
-            pthread_cond_broadcast(&k->idle);
-            e->next_us = rowlock__now_us() + 10000;
-            return;
-        }
+        app_busy = rc == ROWLOCK_EBUSY;
     } else {
         if (rc == 0)
             rc = rowlock_renew(e->shadow, lease_ms);
@@ -262,6 +254,12 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     e->busy--;
     e->renewing = 0;
     pthread_cond_broadcast(&k->idle);
+    if (app_busy) {
+        /* The application's thread has a statement on the connection, which
+         * keeps the session alive too: nothing was sent; look again soon. */
+        e->next_us = rowlock__now_us() + 10000;
+        return;
+    }
     e->st.session_id = sid;
     if (e->st.state == ROWLOCK_KEEP_LOST)
         return; /* the application learned of the loss meanwhile */
