@@ -169,6 +169,22 @@ static void test_lease__a_re_entry_restarts_the_session_timer(void **state)
     assert_rc(rowlock_release(lb), 0, b);
 }
 
+/* After a release the session keeps the lease as its wait_timeout; idle
+ * longer, it is closed by the server. db.c sees the close before the next
+ * call and opens a new session, so the call succeeds at the first try
+ * (it failed with "Lost connection" before the idle check). */
+static void test_lease__an_idle_session_closed_by_the_server_is_replaced_before_the_next_call(void **state)
+{
+    (void)state;
+    rowlock_client *a = C();
+    rowlock_lock *la = L(a, "fu-idle-closed");
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+    tu_sleep_ms(2500); /* more than the 1 s wait_timeout: the server closes it */
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
 static void test_force_release__is_unsupported_for_a_for_update_name(void **state)
 {
     (void)state;
@@ -467,6 +483,7 @@ int main(int argc, char **argv)
         TU_TEST(test_lease__a_silent_holder_loses_the_lock_after_its_lease),
         TU_TEST(test_lease__renewals_and_the_keeper_keep_it_past_the_lease),
         TU_TEST(test_lease__a_re_entry_restarts_the_session_timer),
+        TU_TEST(test_lease__an_idle_session_closed_by_the_server_is_replaced_before_the_next_call),
         TU_TEST(test_force_release__is_unsupported_for_a_for_update_name),
         TU_TEST(test_inspect__probes_without_blocking_or_taking_the_lock),
         TU_TEST(test_wrapped__application_commit_releases_the_lock),
