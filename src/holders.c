@@ -706,13 +706,14 @@ static const char SQL_SET_PERMITS[] =
 /* Params: name, owner, owner (NULL: all). */
 static const char SQL_FORCE[] =
     "/* rowlock:hold-force */ DELETE FROM `{{table}}_hold` WHERE name = ? AND (? IS NULL OR owner = ?)";
-/* The one-row holder `owner` of an exclusive lease lock (insert 1,
- * optimistic 3; for-update rows store no holder, multi-holder rows have
- * owner ''). As admin.c's force release: clears the owner, keeps the token.
- * Params: name, owner. Rows: 1 released, 0 not that owner's live grant. */
+/* The one-row holder `owner` of an exclusive lease lock. The owner match
+ * alone picks it: for-update rows store no holder (NULL) and multi-holder
+ * rows have owner '', so no strategy id is needed here. As admin.c's force
+ * release: clears the owner, keeps the token. Params: name, owner. Rows: 1
+ * released, 0 not that owner's live grant. */
 static const char SQL_FORCE_ROW[] =
     "/* rowlock:hold-force-row */ UPDATE `{{table}}` SET owner = NULL, count = 0, expires_at = UTC_TIMESTAMP(6) "
-    "WHERE name = ? AND owner = ? AND strategy IN (1, 3) AND expires_at > UTC_TIMESTAMP(6)";
+    "WHERE name = ? AND owner = ? AND owner <> '' AND expires_at > UTC_TIMESTAMP(6)";
 
 typedef struct holders_ctx {
     rowlock__col cols[12];
