@@ -44,11 +44,43 @@ static void json_time(FILE *f, const char *key, int64_t us)
     }
 }
 
+/* "text", or null when text is "". */
+static void json_str_val(FILE *f, const char *text)
+{
+    if (text[0])
+        cli_json_string(f, text);
+    else
+        fputs("null", f);
+}
+
+/* ,"key":"text" or ,"key":null. */
+static void json_str_or_null(FILE *f, const char *key, const char *text)
+{
+    fprintf(f, ",\"%s\":", key);
+    json_str_val(f, text);
+}
+
+/* ,"key":N or ,"key":null when N is 0 (no token, no ticket). */
+static void json_u64_or_null(FILE *f, const char *key, uint64_t v)
+{
+    if (v)
+        fprintf(f, ",\"%s\":%" PRIu64, key, v);
+    else
+        fprintf(f, ",\"%s\":null", key);
+}
+
+/* ,"expires_in_ms":N, null without an expiry. */
+static void json_expires_in(FILE *f, int64_t expires_at_us, int64_t expires_in_ms)
+{
+    if (expires_at_us)
+        fprintf(f, ",\"expires_in_ms\":%" PRId64, expires_in_ms);
+    else
+        fputs(",\"expires_in_ms\":null", f);
+}
+
 /* The keys of a lock object up to expires_in_ms, without the braces. */
 static void json_info_keys(FILE *f, const rowlock_info *in)
 {
-    char ts[48];
-
     fputs("\"name\":", f);
     cli_json_string(f, in->name);
     fprintf(f, ",\"exists\":%s,\"held\":%s,\"stale\":%s,\"strategy\":", in->exists ? "true" : "false",
@@ -57,31 +89,12 @@ static void json_info_keys(FILE *f, const rowlock_info *in)
         cli_json_string(f, rl_strategy_str(in->strategy));
     else
         fputs("null", f);
-    fputs(",\"owner\":", f);
-    if (in->owner[0])
-        cli_json_string(f, in->owner);
-    else
-        fputs("null", f);
-    if (in->token)
-        fprintf(f, ",\"token\":%" PRIu64, in->token);
-    else
-        fputs(",\"token\":null", f);
+    json_str_or_null(f, "owner", in->owner);
+    json_u64_or_null(f, "token", in->token);
     fprintf(f, ",\"count\":%u", in->count);
-    fputs(",\"acquired_at\":", f);
-    if (in->acquired_at_us) {
-        cli_json_string(f, cli_format_utc_us(ts, sizeof ts, in->acquired_at_us));
-        fprintf(f, ",\"acquired_at_us\":%" PRId64, in->acquired_at_us);
-    } else {
-        fputs("null,\"acquired_at_us\":null", f);
-    }
-    fputs(",\"expires_at\":", f);
-    if (in->expires_at_us) {
-        cli_json_string(f, cli_format_utc_us(ts, sizeof ts, in->expires_at_us));
-        fprintf(f, ",\"expires_at_us\":%" PRId64 ",\"expires_in_ms\":%" PRId64, in->expires_at_us,
-                in->expires_in_ms);
-    } else {
-        fputs("null,\"expires_at_us\":null,\"expires_in_ms\":null", f);
-    }
+    json_time(f, "acquired_at", in->acquired_at_us);
+    json_time(f, "expires_at", in->expires_at_us);
+    json_expires_in(f, in->expires_at_us, in->expires_in_ms);
 }
 
 void rl_json_info(FILE *f, const rowlock_info *in)
@@ -100,30 +113,19 @@ static const char *mode_str(rowlock_mode m)
 static void json_holder(FILE *f, const rowlock_holder_info *h, int mode_known)
 {
     fputs("{\"owner\":", f);
-    if (h->owner[0])
-        cli_json_string(f, h->owner);
-    else
-        fputs("null", f);
+    json_str_val(f, h->owner);
     if (mode_known)
         fprintf(f, ",\"mode\":\"%s\"", mode_str(h->mode));
     else
         fputs(",\"mode\":null", f);
     fprintf(f, ",\"granted\":%s,\"live\":%s,\"count\":%u", h->granted ? "true" : "false",
             h->live ? "true" : "false", h->count);
-    if (h->token)
-        fprintf(f, ",\"token\":%" PRIu64, h->token);
-    else
-        fputs(",\"token\":null", f);
-    if (h->ticket)
-        fprintf(f, ",\"ticket\":%" PRIu64, h->ticket);
-    else
-        fputs(",\"ticket\":null", f);
+    json_u64_or_null(f, "token", h->token);
+    json_u64_or_null(f, "ticket", h->ticket);
     json_time(f, "acquired_at", h->acquired_at_us);
     json_time(f, "expires_at", h->expires_at_us);
-    if (h->expires_at_us)
-        fprintf(f, ",\"expires_in_ms\":%" PRId64 "}", h->expires_in_ms);
-    else
-        fputs(",\"expires_in_ms\":null}", f);
+    json_expires_in(f, h->expires_at_us, h->expires_in_ms);
+    fputc('}', f);
 }
 
 void rl_json_holder(FILE *f, const rowlock_holder_info *h)
