@@ -17,19 +17,40 @@
  *    rowlock_strategy_parse), put their out-parameter first. (An earlier
  *    rule, "out-parameters first", was followed by those alone; the rule
  *    now says what the API does.) Every *_free() is void and accepts NULL.
- *  - Versioned out-structs (rowlock_info, rowlock_reap_stats): the caller
- *    sets `version` to the version it was compiled with; the library fills
- *    the fields that version has and no more, so a newer library works with
- *    older callers. Version 0 is refused.
+ *  - Versioned structs. Every struct that crosses the API starts with an
+ *    `unsigned int version` and has a ROWLOCK_<STRUCT>_VERSION macro; fields
+ *    are only ever added at the end, each addition raising the version. Who
+ *    writes the struct decides the rule, and there are three cases:
+ *      1. Options the caller fills and the library reads (rowlock_client_options,
+ *         rowlock_lock_options, rowlock_keep_options, rowlock_reap_options):
+ *         start from the _INIT macro, which sets `version`, then set fields.
+ *         The library accepts every version from 1 to its own and reads only
+ *         the fields that version has (an older caller keeps its behaviour);
+ *         it refuses 0 and a version newer than its own with ROWLOCK_EINVALID
+ *         (the message names both), since ignoring a field it does not know
+ *         could change what the caller asked for.
+ *      2. Results the caller passes for the library to fill (rowlock_info,
+ *         rowlock_stats_info, rowlock_keep_info, rowlock_reap_stats): start
+ *         from the _INIT macro. The library accepts every version but 0
+ *         (ROWLOCK_EINVALID) and fills the fields that both the caller's
+ *         version and its own have; `version` stays as the caller set it,
+ *         and a field newer than the library keeps the caller's value (the
+ *         _INIT macro's 0, which every field added later reads as "unknown").
+ *      3. Structs the library fills and hands to a callback (rowlock_event,
+ *         rowlock_holder_info, the rowlock_info of rowlock_list()): the
+ *         library sets `version` to the version it fills; a callback compiled
+ *         with an older header reads the fields it knows, one compiled with a
+ *         newer header checks `version` before reading a later field.
+ *    No struct borrows another's version.
  *  - rowlock_acquire, rowlock_release and rowlock_renew warn when their
  *    result is ignored: an ignored ROWLOCK_EBUSY means running without the
  *    lock.
  *  - Input strings are copied. Returned const char * are borrowed and live
- *    as long as the object they came from.
- *  - Option structs are transparent, start with a `version` member and have
- *    an _INIT macro. Always start from the macro, then set fields: new fields
- *    are only ever added at the end, so old callers keep compiling and
- *    keep their behaviour.
+ *    as long as the object they came from. A call that names a value
+ *    (rowlock_strerror, rowlock_error_name, rowlock_strategy_name,
+ *    rowlock_log_level_name, rowlock_event_kind_name) never returns NULL:
+ *    a value it does not know gets a fixed string ("unknown error",
+ *    "ROWLOCK_EUNKNOWN", "unknown"), so its result can always be printed.
  *  - Threads: a rowlock_client and the locks bound to it belong to one
  *    thread at a time (like a MYSQL *). Different clients may be used from
  *    different threads concurrently. The library keeps no global mutable
@@ -354,7 +375,7 @@ typedef enum rowlock_strategy {
     ROWLOCK_STRATEGY_OPTIMISTIC = 3
 } rowlock_strategy;
 
-/** "insert", "for-update", "optimistic"; NULL for an unknown value. */
+/** "insert", "for-update", "optimistic"; "unknown" for any other value. Never NULL. */
 ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s);
 /** Parse a strategy name. @return 0 or ROWLOCK_EINVALID. */
 ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name);
@@ -510,13 +531,14 @@ ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
 /** The handle's mode (ROWLOCK_MODE_EXCLUSIVE for version 1 options). */
 ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l);
 
-/* rowlock_info: the caller sets version (ROWLOCK_INFO_VERSION when it was
- * compiled); the library fills the fields of that version. */
+/* rowlock_info: filled by the library (versioned structs, case 2; given to
+ * rowlock_list()'s callback, case 3). */
 #define ROWLOCK_INFO_VERSION 1
 
 /** What the table says about one lock name. */
 typedef struct rowlock_info {
-    unsigned int version;       /**< set by the caller: ROWLOCK_INFO_VERSION */
+    unsigned int version;       /**< set by the caller: ROWLOCK_INFO_VERSION (in rowlock_list()'s
+                                     callback: by the library, the version it fills) */
     int exists;                 /**< a row exists for this name */
     int held;                   /**< held now (by the server clock) */
     int stale;                  /**< has an owner whose lease ended: a crashed holder */
@@ -628,6 +650,7 @@ typedef enum rowlock_keep_state {
     ROWLOCK_KEEP_LOST = 3
 } rowlock_keep_state;
 
+/* rowlock_keep_info: filled by the library (versioned structs, case 2). */
 #define ROWLOCK_KEEP_INFO_VERSION 1
 
 /** A snapshot of a kept lock (rowlock_keep_status()). */
@@ -684,7 +707,7 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
 /**
  * What the keeper knows of this handle's lock. No round trip, thread-safe
  * (any thread, also from the keeper's callback).
- * @return 0 or ROWLOCK_EINVALID (NULL, or st->version unknown).
+ * @return 0 or ROWLOCK_EINVALID (NULL, or st->version 0).
  */
 ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info *st);
 
@@ -879,13 +902,14 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
 ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
 
 /* Shared locks and semaphores: multi-holder names (insert strategy).
- * Version 2 added acquired_at_us and expires_at_us (the library fills the
- * struct it passes to the callback; a version 1 caller reads fewer fields). */
+ * Version 2 added acquired_at_us and expires_at_us. The library fills the
+ * struct it passes to the callback (versioned structs, case 3): a callback
+ * compiled with version 1 reads fewer fields. */
 #define ROWLOCK_HOLDER_INFO_VERSION 2
 
 /** One holder (or queued waiter) of a multi-holder name. */
 typedef struct rowlock_holder_info {
-    unsigned int version;       /**< set by the caller: ROWLOCK_HOLDER_INFO_VERSION */
+    unsigned int version;       /**< set by the library: the version it fills */
     char name[ROWLOCK_NAME_MAX + 1];
     char owner[ROWLOCK_OWNER_MAX + 1];
     rowlock_mode mode;
@@ -937,8 +961,7 @@ ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsi
 ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
                                                 unsigned int *released);
 
-/* rowlock_stats_info: the caller sets version (ROWLOCK_STATS_INFO_VERSION
- * when it was compiled); the library fills the fields of that version. */
+/* rowlock_stats_info: filled by the library (versioned structs, case 2). */
 #define ROWLOCK_STATS_INFO_VERSION 1
 
 /** Counts over the whole lock table, one snapshot by the server's clock
@@ -968,7 +991,7 @@ typedef struct rowlock_stats_info {
  * statement (one consistent read; it scans the lock table and the holders
  * table, so its cost grows with their size: for a scrape every few seconds
  * keep the reaper running).
- * @return 0, ROWLOCK_EINVALID (st NULL or an unknown version), ROWLOCK_EDB.
+ * @return 0, ROWLOCK_EINVALID (st NULL or st->version 0), ROWLOCK_EDB.
  *   One round trip.
  */
 ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st);
@@ -994,14 +1017,21 @@ typedef struct rowlock_reap_options {
 
 #define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, ROWLOCK_REAP_PAUSE_AUTO }
 
+/* rowlock_reap_stats: filled by the library (versioned structs, case 2).
+ * Its own version since 0.2.0: 0.1.0 callers set ROWLOCK_REAP_OPTIONS_VERSION
+ * here, which is still accepted (any version but 0 is). */
+#define ROWLOCK_REAP_STATS_VERSION 1
+
 typedef struct rowlock_reap_stats {
-    unsigned int version;      /**< set by the caller: ROWLOCK_REAP_OPTIONS_VERSION */
+    unsigned int version;      /**< set by the caller: ROWLOCK_REAP_STATS_VERSION */
     uint64_t purged;           /**< rows deleted (dry run: rows that would be) */
     uint64_t batches;          /**< deleting statements run */
     int64_t oldest_expiry_us;  /**< oldest lease end among them, server clock, µs epoch; 0 none */
     int64_t elapsed_us;        /**< wall time spent */
     int complete;              /**< 1 if nothing stale is left, 0 if stopped by max_ms */
 } rowlock_reap_stats;
+
+#define ROWLOCK_REAP_STATS_INIT { ROWLOCK_REAP_STATS_VERSION, 0, 0, 0, 0, 0 }
 
 /**
  * Purge stale rows (lease ended more than grace ago) in batches. The expiry
@@ -1010,7 +1040,10 @@ typedef struct rowlock_reap_stats {
  * transaction are skipped. Safe to run from several hosts at once. Tokens
  * stay strictly increasing after a purge (they come from a sequence and the
  * server's clock, not from the row alone).
- * @return 0, ROWLOCK_EINVALID (bad options), ROWLOCK_EDB.
+ * @param opts   may be NULL (the _INIT defaults).
+ * @param stats  may be NULL; else filled (its version not 0).
+ * @return 0, ROWLOCK_EINVALID (bad options: a version 0 or newer than this
+ *   library, a value out of range; stats->version 0), ROWLOCK_EDB.
  * Blocks up to max_ms plus one batch.
  */
 ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *opts,

@@ -102,9 +102,10 @@ ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st)
     if (c == NULL)
         return ROWLOCK_EINVALID;
     rowlock__clear_error(c);
-    if (st == NULL || st->version < 1 || st->version > ROWLOCK_STATS_INFO_VERSION)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "stats: st is NULL or st->version is not 1-%d",
-                             ROWLOCK_STATS_INFO_VERSION);
+    /* A struct the library fills: any version but 0 (conventions, rowlock.h). */
+    if (st == NULL || st->version == 0)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "stats: st is NULL or st->version is 0 (start from "
+                             "ROWLOCK_STATS_INFO_INIT)");
     rowlock__col k[STATS_NCOLS];
     memset(k, 0, sizeof k);
     for (int i = 0; i < STATS_NCOLS; i++)
@@ -112,7 +113,9 @@ ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st)
     int rc = rowlock__db_exec(c, "stats", STATS, 0, NULL, 0, k, STATS_NCOLS, NULL, NULL, NULL);
     if (rc)
         return rc;
-    /* Only version 1 fields exist so far: a version 1 struct is all of it. */
+    /* Only version 1 fields exist so far: a version 1 struct is all of it,
+     * and a newer caller's struct has at least these fields (the ones this
+     * library does not know keep what the caller set: its _INIT's zeros). */
     rowlock_stats_info r = ROWLOCK_STATS_INFO_INIT;
     r.version = st->version;
     r.server_now_us = k[0].i;
@@ -187,8 +190,10 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
     if (o->version < 1 || o->version > ROWLOCK_REAP_OPTIONS_VERSION)
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: rowlock_reap_options.version is %u, this library knows 1-%d",
                              o->version, ROWLOCK_REAP_OPTIONS_VERSION);
-    if (stats && (stats->version < 1 || stats->version > ROWLOCK_REAP_OPTIONS_VERSION))
-        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is not ROWLOCK_REAP_OPTIONS_VERSION");
+    /* stats is filled by the library: any version but 0 (a caller built
+     * before ROWLOCK_REAP_STATS_VERSION existed set the options' 1 or 2). */
+    if (stats && stats->version == 0)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is 0 (start from ROWLOCK_REAP_STATS_INIT)");
     /* A version 1 caller's struct ends before pause_ms: never read it. */
     const int64_t pause_ms = o->version >= 2 ? o->pause_ms : 0;
     if ((pause_ms < 0 && pause_ms != ROWLOCK_REAP_PAUSE_AUTO) || pause_ms > 60000)
@@ -207,7 +212,7 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
 
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = stats ? stats->version : ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = stats ? stats->version : ROWLOCK_REAP_STATS_VERSION;
     const int64_t start = rowlock__now_us();
     rowlock__param pg = RL_I64(grace_ms * 1000);
     rowlock__col survey[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };

@@ -773,8 +773,11 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
 
 ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info *st)
 {
-    if (st == NULL || l == NULL || l->client == NULL || st->version != ROWLOCK_KEEP_INFO_VERSION)
+    /* A struct the library fills: any version but 0 (conventions, rowlock.h);
+     * only version 1 exists, so every accepted struct has all its fields. */
+    if (st == NULL || l == NULL || l->client == NULL || st->version == 0)
         return ROWLOCK_EINVALID;
+    const unsigned int version = st->version;
     rowlock_keep_info fresh = ROWLOCK_KEEP_INFO_INIT;
     rowlock__keeper *k = l->client->keeper;
     if (k == NULL || k->pid != getpid() || !l->keep_on) {
@@ -782,6 +785,7 @@ ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info 
             fresh.state = ROWLOCK_KEEP_UNKNOWN;
             rowlock__strlcpy(fresh.reason, "the keeper could not start keeping this grant", sizeof fresh.reason);
         }
+        fresh.version = version;
         *st = fresh;
         return 0;
     }
@@ -795,6 +799,7 @@ ROWLOCK_EXTERN int rowlock_keep_status(const rowlock_lock *l, rowlock_keep_info 
         rowlock__strlcpy(fresh.reason, "the keeper could not start keeping this grant", sizeof fresh.reason);
     }
     pthread_mutex_unlock(&k->mu);
+    fresh.version = version;
     *st = fresh;
     return 0;
 }

@@ -127,7 +127,7 @@ int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_
     if (free_row)
         *free_row = !info.exists || !info.held;
     if (info.exists && info.strategy != want) {
-        const char *other = rowlock_strategy_name(info.strategy);
+        const char *other = rowlock__strategy_find(info.strategy) ? rowlock_strategy_name(info.strategy) : NULL;
         return rowlock__fail(l->client, ROWLOCK_EINVALID,
                              "acquire %s (%s): the name is managed by the %s strategy; use %s for it (a name "
                              "changes strategy only after the reaper purges its row)",

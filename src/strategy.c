@@ -76,8 +76,10 @@ void rowlock__strategy_session_ended(rowlock_client *c)
 
 ROWLOCK_EXTERN const char *rowlock_strategy_name(rowlock_strategy s)
 {
+    /* A name call never returns NULL (conventions, rowlock.h): its result
+     * goes straight into messages. */
     const rowlock__strategy_ops *ops = rowlock__strategy_find(s);
-    return ops ? ops->name : NULL;
+    return ops ? ops->name : "unknown";
 }
 
 ROWLOCK_EXTERN int rowlock_strategy_parse(rowlock_strategy *out, const char *name)

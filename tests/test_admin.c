@@ -47,7 +47,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
 
     /* A long grace keeps them. */
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 3600 * 1000;
     assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
     assert_int_equal(st.purged, 0);
@@ -56,7 +56,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
 
     /* A dry run counts them and changes nothing. */
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
     ro.dry_run = 1;
     assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
@@ -66,7 +66,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
 
     /* One row per batch, paced by the default (as long as each DELETE took). */
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.dry_run = 0;
     ro.batch = 1;
     assert_int_equal(ro.pause_ms, ROWLOCK_REAP_PAUSE_AUTO);
@@ -103,7 +103,7 @@ static void test_reap__bad_options_are_refused(void **state)
     rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.version = 99;
     assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
     ro.version = ROWLOCK_REAP_OPTIONS_VERSION;
@@ -184,6 +184,32 @@ static void test_list__shows_held_locks_and_with_the_flag_stale_ones(void **stat
     assert_rc(rowlock_release(held), 0, a);
 }
 
+/* Versioned structs, case 2 (rowlock.h): a result struct the library fills
+ * is accepted at any version but 0; a newer caller's keeps its version and
+ * gets the fields this library knows. rowlock_reap_stats has its own
+ * version now, and a 0.1.0 caller's (it set the options' version) is still
+ * accepted. */
+static void test_reap__stats_of_any_version_but_0_are_filled(void **state)
+{
+    (void)state;
+    rowlock_client *admin = C();
+    rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
+    ro.grace_ms = 3600000;
+    rowlock_reap_stats st = ROWLOCK_REAP_STATS_INIT;
+    st.version = 0;
+    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_msg_has(admin, "ROWLOCK_REAP_STATS_INIT");
+    const unsigned int versions[] = { ROWLOCK_REAP_STATS_VERSION, ROWLOCK_REAP_OPTIONS_VERSION,
+                                      ROWLOCK_REAP_STATS_VERSION + 7 };
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        st = (rowlock_reap_stats)ROWLOCK_REAP_STATS_INIT;
+        st.version = versions[i];
+        assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+        assert_int_equal(st.version, versions[i]);
+        assert_int_equal(st.complete, 1);
+    }
+}
+
 /* ---- stats and force release of one owner ------------------------------------------------------ */
 
 static rowlock_stats_info stats_of(rowlock_client *c)
@@ -219,6 +245,14 @@ static void test_stats__counts_a_held_and_a_stale_grant_by_the_server_clock(void
     bad.version = 0;
     assert_int_equal(rowlock_stats(admin, &bad), ROWLOCK_EINVALID);
     assert_int_equal(rowlock_stats(admin, NULL), ROWLOCK_EINVALID);
+    /* A newer caller's struct (versioned structs, case 2): accepted, its
+     * version kept, the fields this library knows filled. */
+    rowlock_stats_info newer = ROWLOCK_STATS_INFO_INIT;
+    newer.version = ROWLOCK_STATS_INFO_VERSION + 1;
+    assert_rc(rowlock_stats(admin, &newer), 0, admin);
+    assert_int_equal(newer.version, ROWLOCK_STATS_INFO_VERSION + 1);
+    assert_true(newer.server_now_us >= after.server_now_us);
+    assert_true(newer.rows >= after.rows);
     assert_rc(rowlock_release(held), 0, a);
 }
 
@@ -244,6 +278,7 @@ int main(int argc, char **argv)
         TU_TEST(test_reap__purges_ended_leases_and_tokens_keep_increasing),
         TU_TEST(test_reap__bad_options_are_refused),
         TU_TEST(test_reap__version_1_options_are_still_accepted),
+        TU_TEST(test_reap__stats_of_any_version_but_0_are_filled),
         TU_TEST(test_list__shows_held_locks_and_with_the_flag_stale_ones),
         TU_TEST(test_stats__counts_a_held_and_a_stale_grant_by_the_server_clock),
         TU_TEST(test_force_release_holder__releases_the_exclusive_holder_it_names_only),

@@ -623,7 +623,7 @@ static void test_hostile__int64_max_waits_do_not_overflow(void **state)
     rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.max_ms = INT64_MAX;
     ro.grace_ms = 3600 * 1000;
     assert_rc(rowlock_reap(c, &ro, &st), 0, c);

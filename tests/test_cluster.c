@@ -636,7 +636,7 @@ static void test_clock__a_node_5_s_behind_grants_no_lock_twice(void **state)
         uint64_t t1 = rowlock_lock_token(la);
         assert_rc(rowlock_release(la), 0, a);
         rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
-        rowlock_reap_stats st = { .version = ROWLOCK_REAP_OPTIONS_VERSION };
+        rowlock_reap_stats st = { .version = ROWLOCK_REAP_STATS_VERSION };
         ro.grace_ms = 0;
         usleep(10000);
         assert_rc(rowlock_reap(a, &ro, &st), 0, a);

@@ -725,7 +725,7 @@ static int64_t reap(rowlock_client *c, int *rc, unsigned batch)
     o.grace_ms = 0;
     o.batch = batch;
     o.pause_ms = 0;
-    rowlock_reap_stats st = { .version = ROWLOCK_REAP_OPTIONS_VERSION };
+    rowlock_reap_stats st = { .version = ROWLOCK_REAP_STATS_VERSION };
     *rc = rowlock_reap(c, &o, &st);
     return (int64_t)st.purged;
 }

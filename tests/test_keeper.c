@@ -315,6 +315,13 @@ static void test_keep__refuses_bad_options(void **state)
     rowlock_keep_info st = ROWLOCK_KEEP_INFO_INIT;
     st.version = 0;
     assert_int_equal(rowlock_keep_status(l, &st), ROWLOCK_EINVALID);
+    /* A newer caller's struct (versioned structs, case 2, rowlock.h):
+     * accepted, its version kept. */
+    st = (rowlock_keep_info)ROWLOCK_KEEP_INFO_INIT;
+    st.version = ROWLOCK_KEEP_INFO_VERSION + 1;
+    assert_int_equal(rowlock_keep_status(l, &st), 0);
+    assert_int_equal(st.version, ROWLOCK_KEEP_INFO_VERSION + 1);
+    assert_int_equal(st.state, ROWLOCK_KEEP_NONE);
     st = status_of(l);
     assert_int_equal(st.state, ROWLOCK_KEEP_NONE);
 }

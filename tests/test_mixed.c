@@ -158,7 +158,7 @@ static void test_purged_name__may_change_strategy(void **state)
     assert_rc(rowlock_acquire(lf, 0, 0), ROWLOCK_EINVALID, a);
     tu_sleep_ms(20);
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
     assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
     tu_inspect(lf, &info);

@@ -355,7 +355,7 @@ static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **st
     rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
     assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
     assert_true(st.purged >= 1);

@@ -290,7 +290,7 @@ int main(int argc, char **argv)
     }
     if (verbose)
         (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO);
-    st.version = ROWLOCK_REAP_OPTIONS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     rc = rowlock_reap(c, &ro, &st);
     if (rc != 0) {
         cli_report(PROG, "reap", c, rc);
