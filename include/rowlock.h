@@ -7,7 +7,9 @@
  *
  * Conventions (read once, they hold for every function below):
  *
- *  - Functions return int: 0 on success or a negative ROWLOCK_E* code.
+ *  - Functions return int: 0 on success or a negative ROWLOCK_E* code; a
+ *    code says what the caller does next, and each call lists the codes it
+ *    returns (see Errors below for which code means what).
  *    After a failure, rowlock_client_errmsg() holds one line naming the lock
  *    and the strategy; it stays valid until the next call on that client.
  *  - Argument order: the object a call acts on (client or lock) comes
@@ -95,24 +97,62 @@ extern "C" {
  * Result codes: one list gives the enum, rowlock_strerror() and
  * rowlock_error_name(). 0 is success; every failure is one of these.
  *
- *  ROWLOCK_EBUSY        The lock is held by another owner: try-once failed or
- *                       the wait expired.
- *  ROWLOCK_ENOTOWNER    Release/renew of a lock we no longer hold: the lease
- *                       ended and someone else took it, the reaper purged it,
- *                       an admin force-released it, or the transaction or
- *                       connection that held it ended. Nothing was changed.
- *  ROWLOCK_EINVALID     Bad argument: a lock name that is not 1-255 bytes of
- *                       UTF-8, a bad option, a call in the wrong state, a name
- *                       managed by another strategy, or a lock handle whose
- *                       client was freed. The message says which.
- *  ROWLOCK_EDB          Server or connection error. rowlock_client_db_errno()
- *                       and rowlock_client_sqlstate() keep the server's error.
- *  ROWLOCK_ESCHEMA      The lock table is missing or its schema version is not
- *                       the one this library needs; the message names expected
- *                       and found versions. Fix with rowlock_migrate().
- *  ROWLOCK_EUNSUPPORTED Not possible on this server or with this strategy, for
- *                       example a server that is not MariaDB 10.6+, or the
- *                       for-update strategy on a multi-primary (Galera) cluster.
+ * The rule: a code says what the caller does next, not where the failure
+ * was found; two failures share a code when the caller's next step is the
+ * same, and the one-line message (rowlock_client_errmsg()) says which it
+ * was. Each call's comment lists the codes it returns and when.
+ *
+ *  ROWLOCK_EBUSY        Wait or try later. The lock is held by another owner:
+ *                       try-once failed or the wait expired. (One exception:
+ *                       rowlock_set_permits also says EBUSY for a name of
+ *                       another strategy, which its one statement cannot
+ *                       tell from a name an exclusive holder holds.)
+ *  ROWLOCK_ENOTOWNER    Stop acting under the lock: release/renew of a lock we
+ *                       no longer hold (the lease ended and someone else took
+ *                       it, the reaper purged it, an admin force-released it,
+ *                       or the transaction or connection that held it ended).
+ *                       Nothing was changed.
+ *  ROWLOCK_EINVALID     Fix the program or its configuration: the call, as
+ *                       made, fails the same way however often it is retried
+ *                       (nothing on the server has to change; ENOTOWNER is
+ *                       the one loss of state that gets its own code). Only
+ *                       these four cases:
+ *                       (a) an argument out of its documented range: NULL
+ *                           where a pointer is needed, a lock name that is not
+ *                           1-255 bytes of UTF-8, an unknown enum, flag or
+ *                           level, a number out of range, a struct version 0
+ *                           (or, for options, newer than the library: see
+ *                           Versioned structs), a bad option or option file;
+ *                       (b) an object in the wrong state for the call:
+ *                           release/renew of a handle that holds nothing, an
+ *                           exclusive acquire by a client that holds the name
+ *                           shared (no upgrade), a client not connected, a lock
+ *                           handle whose client was freed (and a NULL client
+ *                           or handle: these two leave no message, there is no
+ *                           client to keep it);
+ *                       (c) a connection inside a transaction where the call
+ *                           needs none: acquire, release and renew of insert
+ *                           and optimistic locks (their rows commit on their
+ *                           own), acquire and inspect of a for-update lock (it
+ *                           starts its own transaction); end the application's
+ *                           transaction first;
+ *                       (d) a name managed by another strategy (acquire):
+ *                           programs that share a name
+ *                           must use one strategy for it; the message names
+ *                           the name's (a name changes strategy only after the
+ *                           reaper purges its row).
+ *  ROWLOCK_EDB          Server or connection error. rowlock_client_transient()
+ *                       says whether trying again may help;
+ *                       rowlock_client_db_errno() and rowlock_client_sqlstate()
+ *                       keep the server's error.
+ *  ROWLOCK_ESCHEMA      Run rowlock_migrate(): the lock table is missing or
+ *                       its schema version is not the one this library needs;
+ *                       the message names expected and found versions.
+ *  ROWLOCK_EUNSUPPORTED Choose another strategy, server or client kind: the
+ *                       call cannot succeed here whatever its arguments, for
+ *                       example a server that is not MariaDB 10.6+, the
+ *                       for-update strategy on a multi-primary (Galera)
+ *                       cluster, a shared optimistic lock.
  *  ROWLOCK_ENOMEM       Out of memory.
  */
 #define ROWLOCK_ERRNO_MAP(X)                                                    \
@@ -493,7 +533,8 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t 
  * @return 0; ROWLOCK_ENOTOWNER if the lock was lost (someone else holds it,
  *   it was purged or force-released, or the holding transaction/connection
  *   ended) — nothing is changed then; ROWLOCK_EINVALID if this handle holds
- *   nothing; ROWLOCK_EDB.
+ *   nothing, or (insert, optimistic) the connection is inside a
+ *   transaction; ROWLOCK_EDB.
  * One round trip. insert/optimistic: a final release that hands the lock to
  * the waiter heading the queue takes one more, after its commit, to wake it;
  * and one more first when a waiter began heading the queue while the handle
@@ -508,7 +549,8 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release(rowlock_lock *l);
  * restarts the server's idle timer for the session (and makes lease_ms its
  * wait_timeout when it changed).
  * @return 0; ROWLOCK_ENOTOWNER (lost, as for release, or lease already
- *   ended); ROWLOCK_EINVALID if not held or bad lease; ROWLOCK_EDB.
+ *   ended); ROWLOCK_EINVALID if not held, bad lease, or (insert,
+ *   optimistic) the connection is inside a transaction; ROWLOCK_EDB.
  * One round trip.
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t lease_ms);
@@ -564,7 +606,8 @@ typedef struct rowlock_info {
  * grant committed anywhere in the cluster before it, waiting for the node
  * to apply them.
  * @return 0 (info->exists tells whether there is a row), ROWLOCK_EINVALID
- *   (info NULL or version 0), ROWLOCK_EDB. One or two round trips (one more,
+ *   (info NULL or version 0; for-update: the connection is inside a
+ *   transaction, where the probe's lock would stay), ROWLOCK_EDB. One or two round trips (one more,
  *   once per connection, if nothing on it has asked yet whether the server
  *   is a Galera node).
  */
@@ -940,9 +983,10 @@ ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
  * semaphore of N). Holders keep their grants when N shrinks; new ones wait
  * until fewer than N hold it. A free name without a row becomes a
  * multi-holder name.
- * @return 0, ROWLOCK_EINVALID (bad name, N over ROWLOCK_PERMITS_MAX, a name
- *   of another strategy), ROWLOCK_EBUSY (an exclusive one-row holder holds
- *   it now), ROWLOCK_EDB. One or two round trips.
+ * @return 0, ROWLOCK_EINVALID (bad name, N over ROWLOCK_PERMITS_MAX),
+ *   ROWLOCK_EBUSY (an exclusive one-row holder holds it now, or the name
+ *   belongs to another strategy: the one statement that tries cannot tell
+ *   which; the message names both), ROWLOCK_EDB. One or two round trips.
  */
 ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits);
 

@@ -257,7 +257,9 @@ class NotOwner(Error):
 
 
 class InvalidArgument(Error, ValueError):
-    """ROWLOCK_EINVALID: a bad name or option, or a call in the wrong state."""
+    """ROWLOCK_EINVALID: the call as made fails however often it is retried:
+    a bad name, option or value, a call in the wrong state, a connection
+    inside a transaction, or a name managed by another strategy."""
 
 
 class WrongThread(InvalidArgument):
