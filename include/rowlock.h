@@ -12,6 +12,28 @@
  *    returns (see Errors below for which code means what).
  *    After a failure, rowlock_client_errmsg() holds one line naming the lock
  *    and the strategy; it stays valid until the next call on that client.
+ *  - Names: rowlock_<group>_<what>, the group being what the call is about:
+ *    rowlock_client_* (a client: make, connect, free, its state, its log
+ *    hook), rowlock_lock_* (a lock handle's life and state: new, free,
+ *    token, held, name, strategy, mode), rowlock_admin_* (the lock table as
+ *    a whole and locks the caller need not hold: list, holders, stats,
+ *    force_release, force_release_holder, set_permits, reap; the prefix
+ *    marks at the call site that these act on other owners' locks),
+ *    rowlock_schema_* (the lock table's schema: version, version_expected,
+ *    migrate), rowlock_library_*, and one group per value type
+ *    (rowlock_strategy_*, rowlock_error_name, rowlock_name_check,
+ *    rowlock_log_level_name, rowlock_event_kind_name). Two exceptions, both
+ *    closed lists: the operations on a lock handle are its verb alone,
+ *    rowlock_acquire, rowlock_release, rowlock_renew, rowlock_inspect,
+ *    rowlock_keep (and rowlock_keep_status, keep's reader), because they are
+ *    the calls every program writes, read as sentences with their handle
+ *    (as pthread_mutex_lock does), and a group would only repeat what the
+ *    handle argument says; and the four calls about no object at all keep
+ *    the short names of what they mirror: rowlock_version, rowlock_strerror
+ *    (strerror(3)), rowlock_escape, rowlock_monotonic_us. A call's option,
+ *    result and flag names drop the group (rowlock_admin_reap takes
+ *    rowlock_reap_options; rowlock_admin_list ROWLOCK_LIST_STALE). A new
+ *    call joins a group; a new exception needs a reason written here.
  *  - Argument order: the object a call acts on (client or lock) comes
  *    first, then its inputs, then its out-parameters, as in libmysqlclient
  *    and the rest of this API. Only calls without such an object, which
@@ -39,7 +61,7 @@
  *         and a field newer than the library keeps the caller's value (the
  *         _INIT macro's 0, which every field added later reads as "unknown").
  *      3. Structs the library fills and hands to a callback (rowlock_event,
- *         rowlock_holder_info, the rowlock_info of rowlock_list()): the
+ *         rowlock_holder_info, the rowlock_info of rowlock_admin_list()): the
  *         library sets `version` to the version it fills; a callback compiled
  *         with an older header reads the fields it knows, one compiled with a
  *         newer header checks `version` before reading a later field.
@@ -104,7 +126,7 @@ extern "C" {
  *
  *  ROWLOCK_EBUSY        Wait or try later. The lock is held by another owner:
  *                       try-once failed or the wait expired. (One exception:
- *                       rowlock_set_permits also says EBUSY for a name of
+ *                       rowlock_admin_set_permits also says EBUSY for a name of
  *                       another strategy, which its one statement cannot
  *                       tell from a name an exclusive holder holds.)
  *  ROWLOCK_ENOTOWNER    Stop acting under the lock: release/renew of a lock we
@@ -145,7 +167,7 @@ extern "C" {
  *                       says whether trying again may help;
  *                       rowlock_client_db_errno() and rowlock_client_sqlstate()
  *                       keep the server's error.
- *  ROWLOCK_ESCHEMA      Run rowlock_migrate(): the lock table is missing or
+ *  ROWLOCK_ESCHEMA      Run rowlock_schema_migrate(): the lock table is missing or
  *                       its schema version is not the one this library needs;
  *                       the message names expected and found versions.
  *  ROWLOCK_EUNSUPPORTED Choose another strategy, server or client kind: the
@@ -382,7 +404,7 @@ ROWLOCK_EXTERN const char *rowlock_client_server_info(const rowlock_client *c);
  */
 ROWLOCK_EXTERN int rowlock_schema_version(rowlock_client *c, int *found);
 
-/** Flags for rowlock_migrate(). */
+/** Flags for rowlock_schema_migrate(). */
 enum { ROWLOCK_MIGRATE_DRY_RUN = 1u << 0 };
 
 /**
@@ -396,7 +418,7 @@ enum { ROWLOCK_MIGRATE_DRY_RUN = 1u << 0 };
  *         library knows, ROWLOCK_EDB, ROWLOCK_ENOMEM.
  * Blocks up to 60 s waiting for a concurrent migrator, plus the DDL.
  */
-ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *from, int *to);
+ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags, int *from, int *to);
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                     */
@@ -443,7 +465,7 @@ typedef struct rowlock_lock_options {
     /** A counting semaphore: the name admits at most `permits` shared
      *  holders at once (insert strategy only; 0: no limit). A name without
      *  a limit takes the first N a handle asks for; after that only
-     *  rowlock_set_permits() changes it (a handle asking another N gets the
+     *  rowlock_admin_set_permits() changes it (a handle asking another N gets the
      *  name's). */
     unsigned int permits;
 } rowlock_lock_options;
@@ -574,12 +596,12 @@ ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
 ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l);
 
 /* rowlock_info: filled by the library (versioned structs, case 2; given to
- * rowlock_list()'s callback, case 3). */
+ * rowlock_admin_list()'s callback, case 3). */
 #define ROWLOCK_INFO_VERSION 1
 
 /** What the table says about one lock name. */
 typedef struct rowlock_info {
-    unsigned int version;       /**< set by the caller: ROWLOCK_INFO_VERSION (in rowlock_list()'s
+    unsigned int version;       /**< set by the caller: ROWLOCK_INFO_VERSION (in rowlock_admin_list()'s
                                      callback: by the library, the version it fills) */
     int exists;                 /**< a row exists for this name */
     int held;                   /**< held now (by the server clock) */
@@ -601,7 +623,7 @@ typedef struct rowlock_info {
  * row; `held` is found with a non-waiting probe and `owner` is "". For a
  * shared lock or semaphore: held if any holder holds it, count = the holds
  * of all holders, owner = the first holder, token = the latest grant's,
- * the latest lease end (one more round trip; rowlock_holders() lists them).
+ * the latest lease end (one more round trip; rowlock_admin_holders() lists them).
  * On a Galera node the read is causal (wsrep_sync_wait): it shows every
  * grant committed anywhere in the cluster before it, waiting for the node
  * to apply them.
@@ -917,19 +939,19 @@ ROWLOCK_EXTERN int rowlock_client_set_log(rowlock_client *c, int min_level, rowl
 /* Administration (what the rowlock and rowlock-reaper tools use)            */
 /* ------------------------------------------------------------------------ */
 
-/** Flags for rowlock_list(). */
+/** Flags for rowlock_admin_list(). */
 enum { ROWLOCK_LIST_STALE = 1u << 0 /**< only rows whose lease ended */ };
 
 /**
  * Call `fn` for every held lock (owner set, lease live), or with
  * ROWLOCK_LIST_STALE for every row whose owner's lease ended, ordered by
- * name. `fn` returns 0 to go on, anything else to stop (rowlock_list then
+ * name. `fn` returns 0 to go on, anything else to stop (rowlock_admin_list then
  * returns that value). `fn` must not call rowlock on the same client.
  * for-update locks are not listed (their holders are row locks, not rows),
- * nor are shared locks and semaphores (several holders: rowlock_holders()).
+ * nor are shared locks and semaphores (several holders: rowlock_admin_holders()).
  * @return 0, fn's non-zero value, ROWLOCK_EDB, ROWLOCK_ENOMEM. One round trip.
  */
-ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
+ROWLOCK_EXTERN int rowlock_admin_list(rowlock_client *c, unsigned int flags,
                                 int (*fn)(const rowlock_info *info, void *arg), void *arg);
 
 /**
@@ -942,7 +964,7 @@ ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
  *   ROWLOCK_EUNSUPPORTED (a for-update name: end the holder's connection),
  *   ROWLOCK_EDB. Two round trips.
  */
-ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released);
+ROWLOCK_EXTERN int rowlock_admin_force_release(rowlock_client *c, const char *name, rowlock_info *released);
 
 /* Shared locks and semaphores: multi-holder names (insert strategy).
  * Version 2 added acquired_at_us and expires_at_us. The library fills the
@@ -975,7 +997,7 @@ typedef struct rowlock_holder_info {
  * @return 0, fn's non-zero value, ROWLOCK_EINVALID (bad name), ROWLOCK_EDB.
  *   One round trip.
  */
-ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
+ROWLOCK_EXTERN int rowlock_admin_holders(rowlock_client *c, const char *name,
                                    int (*fn)(const rowlock_holder_info *h, void *arg), void *arg);
 
 /**
@@ -988,12 +1010,12 @@ ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
  *   belongs to another strategy: the one statement that tries cannot tell
  *   which; the message names both), ROWLOCK_EDB. One or two round trips.
  */
-ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits);
+ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name, unsigned int permits);
 
 /**
  * Administrative release of holders of a multi-holder name: the holder
  * `owner`, or every holder and waiter when owner is NULL. Their release and
- * renew then fail with ROWLOCK_ENOTOWNER. (rowlock_force_release() on such
+ * renew then fail with ROWLOCK_ENOTOWNER. (rowlock_admin_force_release() on such
  * a name releases all.) With an owner that holds no entry, the exclusive
  * one-row holder of `name` is released if it is `owner` and its lease is
  * live (insert and optimistic; checked in the releasing statement, so
@@ -1002,7 +1024,7 @@ ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsi
  * @return 0, ROWLOCK_EINVALID, ROWLOCK_EDB. One round trip (two when an
  *   owner is given and held no entry).
  */
-ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
+ROWLOCK_EXTERN int rowlock_admin_force_release_holder(rowlock_client *c, const char *name, const char *owner,
                                                 unsigned int *released);
 
 /* rowlock_stats_info: filled by the library (versioned structs, case 2). */
@@ -1038,7 +1060,7 @@ typedef struct rowlock_stats_info {
  * @return 0, ROWLOCK_EINVALID (st NULL or st->version 0), ROWLOCK_EDB.
  *   One round trip.
  */
-ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st);
+ROWLOCK_EXTERN int rowlock_admin_stats(rowlock_client *c, rowlock_stats_info *st);
 
 /* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
 #define ROWLOCK_REAP_OPTIONS_VERSION 2
@@ -1090,7 +1112,7 @@ typedef struct rowlock_reap_stats {
  *   library, a value out of range; stats->version 0), ROWLOCK_EDB.
  * Blocks up to max_ms plus one batch.
  */
-ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *opts,
+ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_options *opts,
                                 rowlock_reap_stats *stats);
 
 #ifdef __cplusplus

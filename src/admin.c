@@ -70,11 +70,11 @@ static int list_row(void *p)
     struct list_ctx *x = p;
     rowlock__row_cols_store(x->cols, &x->info);
     if (x->info.held && !x->info.owner[0] && x->info.strategy == ROWLOCK_STRATEGY_INSERT)
-        return 0; /* a multi-holder name: its holders are listed by rowlock_holders() */
+        return 0; /* a multi-holder name: its holders are listed by rowlock_admin_holders() */
     return x->fn(&x->info, x->arg);
 }
 
-ROWLOCK_EXTERN int rowlock_list(rowlock_client *c, unsigned int flags,
+ROWLOCK_EXTERN int rowlock_admin_list(rowlock_client *c, unsigned int flags,
                                 int (*fn)(const rowlock_info *info, void *arg), void *arg)
 {
     if (c == NULL)
@@ -97,7 +97,7 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st)
+ROWLOCK_EXTERN int rowlock_admin_stats(rowlock_client *c, rowlock_stats_info *st)
 {
     if (c == NULL)
         return ROWLOCK_EINVALID;
@@ -132,7 +132,7 @@ ROWLOCK_EXTERN int rowlock_stats(rowlock_client *c, rowlock_stats_info *st)
     return 0;
 }
 
-ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, rowlock_info *released)
+ROWLOCK_EXTERN int rowlock_admin_force_release(rowlock_client *c, const char *name, rowlock_info *released)
 {
     if (c == NULL)
         return ROWLOCK_EINVALID;
@@ -161,7 +161,7 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     if (was_held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT) {
         /* A multi-holder name: release every holder (holders.c). */
         unsigned n = 0;
-        if ((rc = rowlock_force_release_holder(c, name, NULL, &n)))
+        if ((rc = rowlock_admin_force_release_holder(c, name, NULL, &n)))
             return rc;
         was_held = n > 0;
     } else if (was_held) {
@@ -179,7 +179,7 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
     return 0;
 }
 
-ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o, rowlock_reap_stats *stats)
+ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_options *o, rowlock_reap_stats *stats)
 {
     if (c == NULL)
         return ROWLOCK_EINVALID;

@@ -746,7 +746,7 @@ static int name_arg(rowlock_client *c, const char *what, const char *name)
     return 0;
 }
 
-ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
+ROWLOCK_EXTERN int rowlock_admin_holders(rowlock_client *c, const char *name,
                                    int (*fn)(const rowlock_holder_info *h, void *arg), void *arg)
 {
     if (c == NULL)
@@ -776,7 +776,7 @@ ROWLOCK_EXTERN int rowlock_holders(rowlock_client *c, const char *name,
     return rowlock__db_exec(c, "holders", SQL_HOLDERS, 0, p, 2, x.cols, 12, holders_row, &x, NULL);
 }
 
-ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsigned int permits)
+ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name, unsigned int permits)
 {
     if (c == NULL)
         return ROWLOCK_EINVALID;
@@ -812,7 +812,7 @@ ROWLOCK_EXTERN int rowlock_set_permits(rowlock_client *c, const char *name, unsi
                          shown);
 }
 
-ROWLOCK_EXTERN int rowlock_force_release_holder(rowlock_client *c, const char *name, const char *owner,
+ROWLOCK_EXTERN int rowlock_admin_force_release_holder(rowlock_client *c, const char *name, const char *owner,
                                                 unsigned int *released)
 {
     if (c == NULL)

@@ -332,7 +332,7 @@ void rowlock__cluster_wait_end(rowlock_lock *l, int rc)
  * server, by expires_at (the release time by the releasing node's clock:
  * a skewed clock only makes the grace longer or shorter, never unsafe).
  * A held row whose lease ended is purged only once this client has seen it
- * unchanged (token, gen) for its lease, across calls of rowlock_reap on the
+ * unchanged (token, gen) for its lease, across calls of rowlock_admin_reap on the
  * same client (the reaper daemon): the first call that sees it records it.
  * Every batch deletes and raises the token floor to the largest deleted
  * token in one transaction.

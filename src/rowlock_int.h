@@ -687,7 +687,7 @@ extern const char rowlock__cluster_renew_sql[];
 /* The end of a wait under the cluster rule (rc: its result): forget the
  * waiter's age, and give up a reservation it may hold if not granted. */
 void rowlock__cluster_wait_end(rowlock_lock *l, int rc);
-/* rowlock_reap's work under the cluster rule (admin.c has checked the
+/* rowlock_admin_reap's work under the cluster rule (admin.c has checked the
  * options and made the survey); adds to st. */
 int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
                           int64_t start, rowlock_reap_stats *st);

@@ -272,7 +272,7 @@ static int audit(rowlock_client *c, int version, char *out, size_t cap, int *n_m
     return 0;
 }
 
-ROWLOCK_EXTERN int rowlock_migrate(rowlock_client *c, unsigned int flags, int *from, int *to)
+ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags, int *from, int *to)
 {
     if (c == NULL)
         return ROWLOCK_EINVALID;

@@ -1,7 +1,7 @@
 /*
- * Administration of lease rows: the reaper (rowlock_reap), the list of
- * held and stale locks (rowlock_list), the table's counts (rowlock_stats)
- * and the release of one named holder (rowlock_force_release_holder), for
+ * Administration of lease rows: the reaper (rowlock_admin_reap), the list of
+ * held and stale locks (rowlock_admin_list), the table's counts (rowlock_admin_stats)
+ * and the release of one named holder (rowlock_admin_force_release_holder), for
  * each lease strategy.
  *
  *     test_admin insert|optimistic [test-filter]
@@ -49,7 +49,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
     memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 3600 * 1000;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
     assert_int_equal(st.purged, 0);
     tu_inspect(exp_b, &info);
     assert_true(info.exists);
@@ -59,7 +59,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
     ro.dry_run = 1;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
     assert_true(st.purged >= 2);
     tu_inspect(rel_b, &info);
     assert_true(info.exists);
@@ -70,7 +70,7 @@ static void test_reap__purges_ended_leases_and_tokens_keep_increasing(void **sta
     ro.dry_run = 0;
     ro.batch = 1;
     assert_int_equal(ro.pause_ms, ROWLOCK_REAP_PAUSE_AUTO);
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
     assert_true(st.purged >= 2);
     assert_true(st.batches >= 2);
     assert_int_equal(st.complete, 1);
@@ -105,13 +105,13 @@ static void test_reap__bad_options_are_refused(void **state)
     memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.version = 99;
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
     ro.version = ROWLOCK_REAP_OPTIONS_VERSION;
     ro.pause_ms = -2; /* -1 is ROWLOCK_REAP_PAUSE_AUTO */
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
     assert_msg_has(admin, "pause");
     ro.pause_ms = 60001;
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
 }
 
 /* A caller built against version 1 of the options (no pause_ms): its struct
@@ -128,7 +128,7 @@ static void test_reap__version_1_options_are_still_accepted(void **state)
     v1.o.grace_ms = 3600000;
     v1.o.pause_ms = -12345; /* stands for bytes beyond a version 1 struct */
     st.version = 1;
-    assert_rc(rowlock_reap(admin, &v1.o, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &v1.o, &st), 0, admin);
     assert_int_equal(st.version, 1);
     assert_int_equal(st.complete, 1);
 }
@@ -170,17 +170,17 @@ static void test_list__shows_held_locks_and_with_the_flag_stale_ones(void **stat
     tu_wait_lease_ended(probe, 10000);
 
     memset(&seen, 0, sizeof seen);
-    assert_rc(rowlock_list(admin, 0, list_cb, &seen), 0, admin);
+    assert_rc(rowlock_admin_list(admin, 0, list_cb, &seen), 0, admin);
     assert_int_equal(seen.held_a, 1);
     assert_int_equal(seen.stale_b, 0);
     assert_string_equal(seen.owner_a, rowlock_client_owner(a));
 
     memset(&seen, 0, sizeof seen);
-    assert_rc(rowlock_list(admin, ROWLOCK_LIST_STALE, list_cb, &seen), 0, admin);
+    assert_rc(rowlock_admin_list(admin, ROWLOCK_LIST_STALE, list_cb, &seen), 0, admin);
     assert_int_equal(seen.held_a, 0);
     assert_int_equal(seen.stale_b, 1);
 
-    assert_int_equal(rowlock_list(admin, 0, list_stop, NULL), 7);
+    assert_int_equal(rowlock_admin_list(admin, 0, list_stop, NULL), 7);
     assert_rc(rowlock_release(held), 0, a);
 }
 
@@ -197,14 +197,14 @@ static void test_reap__stats_of_any_version_but_0_are_filled(void **state)
     ro.grace_ms = 3600000;
     rowlock_reap_stats st = ROWLOCK_REAP_STATS_INIT;
     st.version = 0;
-    assert_rc(rowlock_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
     assert_msg_has(admin, "ROWLOCK_REAP_STATS_INIT");
     const unsigned int versions[] = { ROWLOCK_REAP_STATS_VERSION, ROWLOCK_REAP_OPTIONS_VERSION,
                                       ROWLOCK_REAP_STATS_VERSION + 7 };
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         st = (rowlock_reap_stats)ROWLOCK_REAP_STATS_INIT;
         st.version = versions[i];
-        assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+        assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
         assert_int_equal(st.version, versions[i]);
         assert_int_equal(st.complete, 1);
     }
@@ -215,7 +215,7 @@ static void test_reap__stats_of_any_version_but_0_are_filled(void **state)
 static rowlock_stats_info stats_of(rowlock_client *c)
 {
     rowlock_stats_info st = ROWLOCK_STATS_INFO_INIT;
-    assert_rc(rowlock_stats(c, &st), 0, c);
+    assert_rc(rowlock_admin_stats(c, &st), 0, c);
     return st;
 }
 
@@ -243,13 +243,13 @@ static void test_stats__counts_a_held_and_a_stale_grant_by_the_server_clock(void
     assert_true(after.server_now_us > before.server_now_us);
 
     bad.version = 0;
-    assert_int_equal(rowlock_stats(admin, &bad), ROWLOCK_EINVALID);
-    assert_int_equal(rowlock_stats(admin, NULL), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_admin_stats(admin, &bad), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock_admin_stats(admin, NULL), ROWLOCK_EINVALID);
     /* A newer caller's struct (versioned structs, case 2): accepted, its
      * version kept, the fields this library knows filled. */
     rowlock_stats_info newer = ROWLOCK_STATS_INFO_INIT;
     newer.version = ROWLOCK_STATS_INFO_VERSION + 1;
-    assert_rc(rowlock_stats(admin, &newer), 0, admin);
+    assert_rc(rowlock_admin_stats(admin, &newer), 0, admin);
     assert_int_equal(newer.version, ROWLOCK_STATS_INFO_VERSION + 1);
     assert_true(newer.server_now_us >= after.server_now_us);
     assert_true(newer.rows >= after.rows);
@@ -264,10 +264,10 @@ static void test_force_release_holder__releases_the_exclusive_holder_it_names_on
     unsigned int n = 9;
 
     assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, a);
-    assert_rc(rowlock_force_release_holder(admin, "frh-exclusive", "nobody:1:x", &n), 0, admin);
+    assert_rc(rowlock_admin_force_release_holder(admin, "frh-exclusive", "nobody:1:x", &n), 0, admin);
     assert_int_equal(n, 0);
     assert_rc(rowlock_renew(l, TU_LEASE_LONG), 0, a); /* still ours */
-    assert_rc(rowlock_force_release_holder(admin, "frh-exclusive", rowlock_client_owner(a), &n), 0, admin);
+    assert_rc(rowlock_admin_force_release_holder(admin, "frh-exclusive", rowlock_client_owner(a), &n), 0, admin);
     assert_int_equal(n, 1);
     assert_int_equal(rowlock_release(l), ROWLOCK_ENOTOWNER);
 }

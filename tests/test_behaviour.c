@@ -303,7 +303,7 @@ static void lose_lock(rowlock_client *admin, const char *name, unsigned long thr
 {
     if (lease_based()) {
         rowlock_info rel = ROWLOCK_INFO_INIT;
-        assert_rc(rowlock_force_release(admin, name, &rel), 0, admin);
+        assert_rc(rowlock_admin_force_release(admin, name, &rel), 0, admin);
         assert_int_equal(rel.held, 1);
     } else {
         assert_int_equal(tu_sql(NULL, 0, "KILL CONNECTION %lu", thread_id), 0);
@@ -439,7 +439,7 @@ static void test_hint__a_stale_hint_does_not_keep_a_force_released_lock(void **s
     double ms;
     int rc;
     assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
-    assert_rc(rowlock_force_release(adm, "stalehint", &rel), 0, adm);
+    assert_rc(rowlock_admin_force_release(adm, "stalehint", &rel), 0, adm);
     TU_TIMED(ms, rc = rowlock_acquire(lb, 0, TU_LEASE_LONG));
     assert_rc(rc, 0, b);
     if (ms > TU_FAST_MS)
@@ -448,7 +448,7 @@ static void test_hint__a_stale_hint_does_not_keep_a_force_released_lock(void **s
     assert_rc(rowlock_release(la), ROWLOCK_ENOTOWNER, a); /* a learns it; its hint goes */
 
     assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
-    assert_rc(rowlock_force_release(adm, "stalehint", &rel), 0, adm);
+    assert_rc(rowlock_admin_force_release(adm, "stalehint", &rel), 0, adm);
     TU_TIMED(ms, rc = rowlock_acquire(lb, 5000, TU_LEASE_LONG));
     assert_rc(rc, 0, b);
     if (ms > 1000 + TU_SLACK_MS)

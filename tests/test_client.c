@@ -237,18 +237,18 @@ static void test_migrate__is_idempotent(void **state)
     int from = -1, to = -1, found = -1;
     drop_table("t_client_idem");
     assert_rc(try_connect(c, "t_client_idem", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, c);
-    assert_rc(rowlock_migrate(c, ROWLOCK_MIGRATE_DRY_RUN, &from, &to), 0, c);
+    assert_rc(rowlock_schema_migrate(c, ROWLOCK_MIGRATE_DRY_RUN, &from, &to), 0, c);
     assert_int_equal(from, 0);
     assert_int_equal(to, n);
     assert_rc(rowlock_schema_version(c, &found), 0, c);
     assert_int_equal(found, 0); /* the dry run changed nothing */
-    assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), 0, c);
     assert_int_equal(from, 0);
     assert_int_equal(to, n);
-    assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), 0, c);
     assert_int_equal(from, n);
     assert_int_equal(to, n);
-    assert_rc(rowlock_migrate(c, 0, NULL, NULL), 0, c);
+    assert_rc(rowlock_schema_migrate(c, 0, NULL, NULL), 0, c);
     assert_rc(rowlock_schema_version(c, &found), 0, c);
     assert_int_equal(found, n);
     /* A lock made before the repeat migration survives it. */
@@ -257,7 +257,7 @@ static void test_migrate__is_idempotent(void **state)
         rowlock_lock *l = tu_lock(a, "kept", ROWLOCK_STRATEGY_INSERT);
         rowlock_lock *p = tu_lock(c, "kept", ROWLOCK_STRATEGY_INSERT);
         assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, a);
-        assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+        assert_rc(rowlock_schema_migrate(c, 0, &from, &to), 0, c);
         assert_rc(rowlock_acquire(p, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, c);
         assert_rc(rowlock_release(l), 0, a);
     }
@@ -287,7 +287,7 @@ static int migrator(void *arg, int idx)
     tu_signal(&mig_ready, 'R');
     if (tu_await(&mig_go, 60000) != 'G')
         return 12;
-    sh->rc[idx] = rowlock_migrate(c, 0, &sh->from[idx], &sh->to[idx]);
+    sh->rc[idx] = rowlock_schema_migrate(c, 0, &sh->from[idx], &sh->to[idx]);
     snprintf(sh->msg[idx], sizeof sh->msg[idx], "%s", rowlock_client_errmsg(c));
     rowlock_client_free(c);
     return 0;
@@ -351,7 +351,7 @@ static void test_schema__newer_than_the_library_is_eschema(void **state)
     assert_rc(try_connect(m, "t_client_newer", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK), 0, m);
     assert_rc(rowlock_schema_version(m, &found), 0, m);
     assert_int_equal(found, 999);
-    assert_rc(rowlock_migrate(m, 0, &from, &to), ROWLOCK_ESCHEMA, m);
+    assert_rc(rowlock_schema_migrate(m, 0, &from, &to), ROWLOCK_ESCHEMA, m);
     assert_msg_has(m, "999");
     assert_int_equal(tu_sql_int(NULL, NULL, "SELECT version FROM rowlock_schema WHERE lock_table = 't_client_newer'"),
                      999);
@@ -604,7 +604,7 @@ static void test_hostile__force_release_checks_the_version_first(void **state)
     assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
     rowlock_info info = ROWLOCK_INFO_INIT;
     info.version = 0;
-    assert_rc(rowlock_force_release(admin, "force-version", &info), ROWLOCK_EINVALID, admin);
+    assert_rc(rowlock_admin_force_release(admin, "force-version", &info), ROWLOCK_EINVALID, admin);
     rowlock_info now = ROWLOCK_INFO_INIT;
     tu_inspect(l, &now);
     if (!now.held)
@@ -626,7 +626,7 @@ static void test_hostile__int64_max_waits_do_not_overflow(void **state)
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.max_ms = INT64_MAX;
     ro.grace_ms = 3600 * 1000;
-    assert_rc(rowlock_reap(c, &ro, &st), 0, c);
+    assert_rc(rowlock_admin_reap(c, &ro, &st), 0, c);
     assert_int_equal(st.complete, 1);
 }
 
@@ -670,7 +670,7 @@ static void test_hostile__reserved_table_names_are_refused(void **state)
             fail_msg("table name %s was accepted", bad[i]);
         assert_msg_has(c, "rowlock's own tables");
         rowlock_client *m = new_client();
-        if (try_connect(m, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK) == 0 && rowlock_migrate(m, 0, NULL, NULL) == 0)
+        if (try_connect(m, bad[i], ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK) == 0 && rowlock_schema_migrate(m, 0, NULL, NULL) == 0)
             fail_msg("migrate created lock table %s", bad[i]);
     }
 }

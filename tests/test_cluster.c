@@ -639,7 +639,7 @@ static void test_clock__a_node_5_s_behind_grants_no_lock_twice(void **state)
         rowlock_reap_stats st = { .version = ROWLOCK_REAP_STATS_VERSION };
         ro.grace_ms = 0;
         usleep(10000);
-        assert_rc(rowlock_reap(a, &ro, &st), 0, a);
+        assert_rc(rowlock_admin_reap(a, &ro, &st), 0, a);
         assert_true(st.purged >= 1);
         assert_int_equal(tu_sql_int(CNF[3], &ok, "SELECT COUNT(*) FROM `%s` WHERE name = '%s'", TABLE, name), 0);
         assert_rc(rowlock_acquire(lb, 5000, 5000), 0, b);

@@ -726,7 +726,7 @@ static int64_t reap(rowlock_client *c, int *rc, unsigned batch)
     o.batch = batch;
     o.pause_ms = 0;
     rowlock_reap_stats st = { .version = ROWLOCK_REAP_STATS_VERSION };
-    *rc = rowlock_reap(c, &o, &st);
+    *rc = rowlock_admin_reap(c, &o, &st);
     return (int64_t)st.purged;
 }
 
@@ -781,16 +781,16 @@ static void test_migrate__a_failed_step_records_only_whole_files_and_a_rerun_fin
     rowlock_client *c = unchecked_client(t);
     int from = -1, to = -1, found = -1;
     arm_error(c, "migrate-lock", 1, 2013);
-    assert_rc(rowlock_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
     /* The 4th statement is 0002's (0001 has 3): 0001 is recorded, 0002 not. */
     arm_error(c, "migrate", 4, 1235);
-    assert_rc(rowlock_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
     assert_int_equal(rowlock_client_db_errno(c), 1235);
     assert_int_equal(from, 0);
     assert_int_equal(to, 1);
     assert_rc(rowlock_schema_version(c, &found), 0, c);
     assert_int_equal(found, 1);
-    assert_rc(rowlock_migrate(c, 0, &from, &to), 0, c);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), 0, c);
     assert_int_equal(from, 1);
     assert_int_equal(to, rowlock_schema_version_expected());
     arm_error(c, "schema-version", 1, 1146);

@@ -192,7 +192,7 @@ static void test_force_release__is_unsupported_for_a_for_update_name(void **stat
     rowlock_lock *la = L(a, "fu-force"), *probe = L(admin, "fu-force");
     rowlock_info rel = ROWLOCK_INFO_INIT;
     assert_rc(rowlock_acquire(la, 0, 0), 0, a);
-    assert_rc(rowlock_force_release(admin, "fu-force", &rel), ROWLOCK_EUNSUPPORTED, admin);
+    assert_rc(rowlock_admin_force_release(admin, "fu-force", &rel), ROWLOCK_EUNSUPPORTED, admin);
     assert_rc(rowlock_acquire(probe, 0, 0), ROWLOCK_EBUSY, admin);
     assert_rc(rowlock_release(la), 0, a);
 }

@@ -150,7 +150,7 @@ static void test_keep__reports_a_force_release_within_one_interval_once(void **s
     tu_sleep_ms(300);
     rowlock_info released = ROWLOCK_INFO_INIT;
     int64_t t_force = tu_now_us();
-    assert_rc(rowlock_force_release(admin, "forced", &released), 0, admin);
+    assert_rc(rowlock_admin_force_release(admin, "forced", &released), 0, admin);
     assert_true(released.held);
     while (ev_calls(&ev) == 0 && tu_ms_since(t_force) < 1000 + TU_SLACK_MS + 1000)
         tu_sleep_ms(10);

@@ -342,7 +342,7 @@ static void test_keeper__a_force_release_is_reported_lost(void **state)
     assert_rc(rowlock_acquire(l, 0, 10000), 0, c);
     uint64_t token = rowlock_lock_token(l);
     assert_rc(rowlock_keep(l, &ko), 0, c);
-    assert_rc(rowlock_force_release(adm, "forced", NULL), 0, adm);
+    assert_rc(rowlock_admin_force_release(adm, "forced", NULL), 0, adm);
     int ks = rec_await(r, ROWLOCK_EVENT_KEEP_STATE, 5000);
     assert_true(ks >= 0);
     int lost = rec_find(r, ROWLOCK_EVENT_LOST, 0);

@@ -160,7 +160,7 @@ static void test_purged_name__may_change_strategy(void **state)
     memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
     tu_inspect(lf, &info);
     assert_false(info.exists);
     assert_rc(rowlock_acquire(lf, 0, 0), 0, a);

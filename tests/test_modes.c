@@ -301,9 +301,9 @@ static void test_semaphore__permits_change_keeps_holders(void **state)
     assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), 0, b);
     assert_rc(rowlock_acquire(ld, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, d);
     assert_msg_has(d, "permits");
-    assert_rc(rowlock_set_permits(admin, "sem-change", 3), 0, admin);
+    assert_rc(rowlock_admin_set_permits(admin, "sem-change", 3), 0, admin);
     assert_rc(rowlock_acquire(ld, 0, TU_LEASE_LONG), 0, d);
-    assert_rc(rowlock_set_permits(admin, "sem-change", 1), 0, admin);
+    assert_rc(rowlock_admin_set_permits(admin, "sem-change", 1), 0, admin);
     /* Fewer permits: the holders keep their grants, and renew. */
     assert_rc(rowlock_renew(la, TU_LEASE_LONG), 0, a);
     assert_rc(rowlock_release(la), 0, a);
@@ -348,7 +348,7 @@ static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **st
 
     seen_holders s;
     memset(&s, 0, sizeof s);
-    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_rc(rowlock_admin_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
     assert_int_equal(s.n, 2);
     assert_int_equal(s.live, 1);
 
@@ -357,10 +357,10 @@ static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **st
     memset(&st, 0, sizeof st);
     st.version = ROWLOCK_REAP_STATS_VERSION;
     ro.grace_ms = 0;
-    assert_rc(rowlock_reap(admin, &ro, &st), 0, admin);
+    assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
     assert_true(st.purged >= 1);
     memset(&s, 0, sizeof s);
-    assert_rc(rowlock_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
+    assert_rc(rowlock_admin_holders(admin, "reap-holders", holders_cb, &s), 0, admin);
     assert_int_equal(s.n, 1);
     assert_string_equal(s.owners[0], rowlock_client_owner(b));
     /* The purged holder lost it. */
@@ -368,14 +368,14 @@ static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **st
 
     /* Force release of one holder: it loses, the writer gets in after the rest. */
     unsigned n = 0;
-    assert_rc(rowlock_force_release_holder(admin, "reap-holders", rowlock_client_owner(b), &n), 0, admin);
+    assert_rc(rowlock_admin_force_release_holder(admin, "reap-holders", rowlock_client_owner(b), &n), 0, admin);
     assert_int_equal(n, 1);
     assert_rc(rowlock_renew(rb, TU_LEASE_LONG), ROWLOCK_ENOTOWNER, b);
     assert_rc(rowlock_acquire(wx, 0, TU_LEASE_LONG), 0, w);
     assert_true(rowlock_lock_token(wx) > t_max);
-    /* rowlock_force_release on a multi-holder name releases every holder. */
+    /* rowlock_admin_force_release on a multi-holder name releases every holder. */
     rowlock_info in = ROWLOCK_INFO_INIT;
-    assert_rc(rowlock_force_release(admin, "reap-holders", &in), 0, admin);
+    assert_rc(rowlock_admin_force_release(admin, "reap-holders", &in), 0, admin);
     assert_true(in.held);
     assert_rc(rowlock_release(wx), ROWLOCK_ENOTOWNER, w);
 }
@@ -410,7 +410,7 @@ static void test_migrate__from_schema_2_with_live_locks(void **state)
     tu_register_client(m);
     assert_rc(rowlock_client_connect(m, &o), 0, m);
     int from = 0, to = 0;
-    assert_rc(rowlock_migrate(m, 0, &from, &to), 0, m);
+    assert_rc(rowlock_schema_migrate(m, 0, &from, &to), 0, m);
     assert_int_equal(from, 2);
     assert_int_equal(to, rowlock_schema_version_expected());
 

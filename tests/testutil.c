@@ -349,7 +349,7 @@ void tu_table_fresh(const char *defaults_file, const char *table)
         fail_msg("rowlock_client_new: %s", rowlock_error_name(rc));
     tu_register_client(c);
     assert_rc(rc, 0, c);
-    rc = rowlock_migrate(c, 0, &from, &to);
+    rc = rowlock_schema_migrate(c, 0, &from, &to);
     assert_rc(rc, 0, c);
     assert_int_equal(from, 0);
     assert_int_equal(to, rowlock_schema_version_expected());

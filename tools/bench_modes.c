@@ -156,7 +156,7 @@ int bench_modes_main(int argc, char **argv)
     int rc = cli_conn_open(&cc, "rowlock-bench", ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK, &c);
     if (rc)
         return rc;
-    if ((rc = rowlock_migrate(c, 0, NULL, NULL)) != 0) {
+    if ((rc = rowlock_schema_migrate(c, 0, NULL, NULL)) != 0) {
         fprintf(stderr, "rowlock-bench: migrate: %s\n", rowlock_client_errmsg(c));
         rowlock_client_free(c);
         return CLI_EX_UNAVAILABLE;
@@ -208,10 +208,10 @@ int bench_modes_main(int argc, char **argv)
     rowlock_info in = ROWLOCK_INFO_INIT;
     static const char *const names[] = { "bm-excl", "bm-shared", "bm-sem4" };
     for (size_t k = 0; k < 3; k++)
-        (void)rowlock_force_release(c, names[k], &in);
+        (void)rowlock_admin_force_release(c, names[k], &in);
     rowlock_reap_options ro = ROWLOCK_REAP_OPTIONS_INIT;
     ro.grace_ms = 0;
-    (void)rowlock_reap(c, &ro, NULL);
+    (void)rowlock_admin_reap(c, &ro, NULL);
     rowlock_client_free(c);
     cli_conn_free(&cc);
     return ok ? 0 : 1;

@@ -144,7 +144,7 @@ static void reap_during(bench *b, void *arg)
     o.pause_ms = b->cfg.reaper_pause;
     o.max_ms = 600000;
     ra->stats = st0;
-    ra->rc = rowlock_reap(b->admin, &o, &ra->stats);
+    ra->rc = rowlock_admin_reap(b->admin, &o, &ra->stats);
     ra->wall_s = (double)(now_ns() - t0) / 1e9;
     if (ra->rc != 0)
         setf(ra->err, sizeof ra->err, "reap: %s (%s)", rowlock_client_errmsg(b->admin),
@@ -153,7 +153,7 @@ static void reap_during(bench *b, void *arg)
 
 /*
  * The reaper: fill the lock table with stale rows, then run a live client's
- * acquire+release loop while rowlock_reap() purges them (grace 0) from the
+ * acquire+release loop while rowlock_admin_reap() purges them (grace 0) from the
  * main thread. The baseline is the same loop without the reaper, half just
  * before the purge (stale rows present) and half just after it, so that it
  * brackets the purge in time.

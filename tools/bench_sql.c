@@ -382,7 +382,7 @@ int make_table(bench *b, const char *table, char *err, size_t cap)
     if (rc == 0)
         rc = rowlock_client_connect(c, &o);
     if (rc == 0)
-        rc = rowlock_migrate(c, 0, NULL, NULL);
+        rc = rowlock_schema_migrate(c, 0, NULL, NULL);
     if (rc != 0)
         setf(err, cap, "creating lock table %s: %s (%s)", table,
              c ? rowlock_client_errmsg(c) : rowlock_strerror(rc), rowlock_error_name(rc));

@@ -369,7 +369,7 @@ static int setup(bench *b)
     rc = cli_conn_open(&b->cc, PROG, ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK, &b->admin);
     if (rc != 0)
         return rc;
-    rc = rowlock_migrate(b->admin, 0, &from, &to);
+    rc = rowlock_schema_migrate(b->admin, 0, &from, &to);
     if (rc != 0) {
         cli_report(PROG, "migrate", b->admin, rc);
         return cli_exit_for(rc);

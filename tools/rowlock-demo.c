@@ -240,7 +240,7 @@ int main(int argc, char **argv)
         cli_conn_free(&cc);
         return rc;
     }
-    rc = rowlock_migrate(c, 0, &from, &to);
+    rc = rowlock_schema_migrate(c, 0, &from, &to);
     if (rc != 0) {
         cli_report(prog, "migrate", c, rc);
         rowlock_client_free(c);

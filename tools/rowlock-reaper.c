@@ -100,7 +100,7 @@ static int write_metrics(const char *path, const cli_conn *cc, rowlock_client *c
     else
         (void)cli_metrics_prev_table(path, table, sizeof table);
     if (reaped) {
-        rc = rowlock_stats(c, &ts);
+        rc = rowlock_admin_stats(c, &ts);
         if (rc == 0) {
             have_table = 1;
         } else {
@@ -291,7 +291,7 @@ int main(int argc, char **argv)
     if (verbose)
         (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO);
     st.version = ROWLOCK_REAP_STATS_VERSION;
-    rc = rowlock_reap(c, &ro, &st);
+    rc = rowlock_admin_reap(c, &ro, &st);
     if (rc != 0) {
         cli_report(PROG, "reap", c, rc);
         ex = cli_exit_for(rc);

@@ -282,7 +282,7 @@ int rl_locks_collect(rowlock_client *c, const char *what, int stale, rl_locks *o
     int rc, ex;
 
     memset(out, 0, sizeof *out);
-    rc = rowlock_list(c, stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
+    rc = rowlock_admin_list(c, stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
     if (rv.oom) {
         free(rv.v);
         fprintf(stderr, "%s: %s: out of memory\n", PROG, what);
@@ -371,7 +371,7 @@ int rl_cmd_list(cli_conn *cc, int argc, char **argv)
             ex = cli_finish_stdout(PROG, 0);
         goto out;
     }
-    rc = rowlock_list(c, sa.stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
+    rc = rowlock_admin_list(c, sa.stale ? ROWLOCK_LIST_STALE : 0u, collect_row, &rv);
     if (rv.oom) {
         fprintf(stderr, "%s: list: out of memory\n", PROG);
         ex = CLI_EX_UNAVAILABLE;
@@ -419,15 +419,15 @@ static int release_json(rowlock_client *c, const char *name, const char *owner)
         goto out;
     if (hn > 0) {
         rl_holders_info(hv, hn, &in);
-        rc = rowlock_force_release_holder(c, name, owner, &n);
+        rc = rowlock_admin_force_release_holder(c, name, owner, &n);
     } else if (owner) {
         rc = rowlock_lock_new(&l, c, name, NULL);
         if (rc == 0)
             rc = rowlock_inspect(l, &in);
         if (rc == 0)
-            rc = rowlock_force_release_holder(c, name, owner, &n);
+            rc = rowlock_admin_force_release_holder(c, name, owner, &n);
     } else {
-        rc = rowlock_force_release(c, name, &in);
+        rc = rowlock_admin_force_release(c, name, &in);
         n = in.held ? 1 : 0;
     }
     if (rc == ROWLOCK_EUNSUPPORTED && !owner) {
@@ -485,7 +485,7 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
     if (sa.owner) {
         /* One holder of a shared lock or semaphore, or the exclusive holder. */
         unsigned int n = 0;
-        rc = rowlock_force_release_holder(c, sa.pos[0], sa.owner, &n);
+        rc = rowlock_admin_force_release_holder(c, sa.pos[0], sa.owner, &n);
         if (rc != 0) {
             cli_report(PROG, "release", c, rc);
             ex = cli_exit_for(rc);
@@ -497,7 +497,7 @@ int rl_cmd_release(cli_conn *cc, int argc, char **argv)
         rowlock_client_free(c);
         return ex;
     }
-    rc = rowlock_force_release(c, sa.pos[0], &in);
+    rc = rowlock_admin_force_release(c, sa.pos[0], &in);
     if (rc == ROWLOCK_EUNSUPPORTED) {
         cli_report(PROG, "release: cannot force-release a for-update lock (end the holder's "
                          "connection instead)", c, rc);
@@ -547,7 +547,7 @@ int rl_cmd_migrate(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK, &c);
     if (rc != 0)
         return rc;
-    rc = rowlock_migrate(c, sa.dry_run ? (unsigned int)ROWLOCK_MIGRATE_DRY_RUN : 0u, &from, &to);
+    rc = rowlock_schema_migrate(c, sa.dry_run ? (unsigned int)ROWLOCK_MIGRATE_DRY_RUN : 0u, &from, &to);
     if (rc != 0) {
         if (rc == ROWLOCK_ESCHEMA) {
             /* Here ESCHEMA means the server's schema is newer than this program. */

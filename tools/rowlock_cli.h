@@ -134,7 +134,7 @@ const char *rl_strategy_str(rowlock_strategy s);
 /* One lock row as a JSON object (no newline): the keys of rowlock_info only. */
 void rl_json_info(FILE *f, const rowlock_info *in);
 /* A lock object (no newline): rl_json_info's keys, then mode, permits and
- * holders. `h`/`nh`: the entries of a multi-holder name (rowlock_holders());
+ * holders. `h`/`nh`: the entries of a multi-holder name (rowlock_admin_holders());
  * nh 0: a one-row lock, whose holder comes from `in`. */
 void rl_json_lock(FILE *f, const rowlock_info *in, const rowlock_holder_info *h, size_t nh);
 /* One holder or waiter as a JSON object (no newline). */

@@ -139,7 +139,7 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
-    rc = rowlock_stats(c, &st);
+    rc = rowlock_admin_stats(c, &st);
     if (rc != 0) {
         cli_report(PROG, "metrics", c, rc);
         ex = cli_exit_for(rc);

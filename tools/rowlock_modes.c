@@ -75,7 +75,7 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
     rc = cli_conn_open(cc, PROG, 0, &c);
     if (rc != 0)
         return rc;
-    rc = rowlock_set_permits(c, pos[0], (unsigned int)n);
+    rc = rowlock_admin_set_permits(c, pos[0], (unsigned int)n);
     if (rc == ROWLOCK_EBUSY) {
         cli_report(PROG, "permits", c, rc);
         ex = CLI_EX_CONFLICT;
@@ -123,7 +123,7 @@ static int collect(const rowlock_holder_info *h, void *arg)
 int rl_get_holders(rowlock_client *c, const char *name, rowlock_holder_info **v, size_t *n)
 {
     hl x = { NULL, 0, 0, 0 };
-    int rc = rowlock_holders(c, name, collect, &x);
+    int rc = rowlock_admin_holders(c, name, collect, &x);
     *v = NULL;
     *n = 0;
     if (x.oom) {

@@ -199,7 +199,7 @@ _client_owner = _fn("rowlock_client_owner", _c_char_p, _P)
 _client_table = _fn("rowlock_client_table", _c_char_p, _P)
 _client_server_info = _fn("rowlock_client_server_info", _c_char_p, _P)
 _schema_version = _fn("rowlock_schema_version", _c_int, _P, ctypes.POINTER(_c_int))
-_migrate = _fn("rowlock_migrate", _c_int, _P, _c_uint, ctypes.POINTER(_c_int), ctypes.POINTER(_c_int))
+_migrate = _fn("rowlock_schema_migrate", _c_int, _P, _c_uint, ctypes.POINTER(_c_int), ctypes.POINTER(_c_int))
 _strategy_parse = _fn("rowlock_strategy_parse", _c_int, ctypes.POINTER(_c_int), _c_char_p)
 _strategy_name = _fn("rowlock_strategy_name", _c_char_p, _c_int)
 _lock_new = _fn("rowlock_lock_new", _c_int, ctypes.POINTER(_P), _P, _c_char_p,
@@ -213,7 +213,7 @@ _lock_held = _fn("rowlock_lock_held", _c_uint, _P)
 _inspect = _fn("rowlock_inspect", _c_int, _P, ctypes.POINTER(_Info))
 _keep = _fn("rowlock_keep", _c_int, _P, ctypes.POINTER(_KeepOptions))
 _keep_status = _fn("rowlock_keep_status", _c_int, _P, ctypes.POINTER(_KeepInfo))
-_force_release = _fn("rowlock_force_release", _c_int, _P, _c_char_p, ctypes.POINTER(_Info))
+_force_release = _fn("rowlock_admin_force_release", _c_int, _P, _c_char_p, ctypes.POINTER(_Info))
 
 
 def library_version():
