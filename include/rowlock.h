@@ -70,11 +70,13 @@
  *    result is ignored: an ignored ROWLOCK_EBUSY means running without the
  *    lock.
  *  - Input strings are copied. Returned const char * are borrowed and live
- *    as long as the object they came from. A call that names a value
- *    (rowlock_strerror, rowlock_error_name, rowlock_strategy_name,
- *    rowlock_log_level_name, rowlock_event_kind_name) never returns NULL:
- *    a value it does not know gets a fixed string ("unknown error",
- *    "ROWLOCK_EUNKNOWN", "unknown"), so its result can always be printed.
+ *    as long as the object they came from. No call that returns a string
+ *    returns NULL, so its result can always be printed: a call that names a
+ *    value (rowlock_strerror, rowlock_error_name, rowlock_strategy_name,
+ *    rowlock_log_level_name, rowlock_event_kind_name) gives a fixed string
+ *    for a value it does not know ("unknown error", "ROWLOCK_EUNKNOWN",
+ *    "unknown"), and an accessor given NULL gives "" (rowlock_client_errmsg:
+ *    "no client"; rowlock_client_sqlstate: "00000").
  *  - Threads: a rowlock_client and the locks bound to it belong to one
  *    thread at a time (like a MYSQL *). Different clients may be used from
  *    different threads concurrently. The library keeps no global mutable

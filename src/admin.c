@@ -188,7 +188,9 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
     if (o == NULL)
         o = &d;
     if (o->version < 1 || o->version > ROWLOCK_REAP_OPTIONS_VERSION)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "reap: rowlock_reap_options.version is %u, this library knows 1-%d",
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "reap: rowlock_reap_options.version is %u, this library knows 1-%d (start from "
+                             "ROWLOCK_REAP_OPTIONS_INIT)",
                              o->version, ROWLOCK_REAP_OPTIONS_VERSION);
     /* stats is filled by the library: any version but 0 (a caller built
      * before ROWLOCK_REAP_STATS_VERSION existed set the options' 1 or 2). */

@@ -29,8 +29,9 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     rowlock__clear_error(c);
     if (opts && (opts->version < 1 || opts->version > ROWLOCK_LOCK_OPTIONS_VERSION))
         return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "lock_new: rowlock_lock_options.version is %u, this library knows 1-%d", opts->version,
-                             ROWLOCK_LOCK_OPTIONS_VERSION);
+                             "lock_new: rowlock_lock_options.version is %u, this library knows 1-%d (start from "
+                             "ROWLOCK_LOCK_OPTIONS_INIT)",
+                             opts->version, ROWLOCK_LOCK_OPTIONS_VERSION);
     rowlock_strategy s = opts && opts->strategy ? opts->strategy : ROWLOCK_STRATEGY_INSERT;
     const rowlock__strategy_ops *ops = rowlock__strategy_find(s);
     if (ops == NULL || ops->version != ROWLOCK__STRATEGY_OPS_VERSION)
