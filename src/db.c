@@ -295,7 +295,8 @@ void rowlock__db_close(rowlock_client *c)
     if (c->owns_mysql)
         c->mysql = NULL;
     c->connected = 0;
-    rowlock__strategy_session_ended(c); /* what the session held is gone */
+    if (c->session_ended)
+        c->session_ended(c); /* what the session held is gone (strategy.c's hook) */
 }
 
 static const char *tls_mode_name(rowlock_tls_mode m)

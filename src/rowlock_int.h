@@ -409,6 +409,16 @@ struct rowlock_client {
     int lease_rule;
     /* The cluster reaper's record of stale rows (lease_cluster.c). */
     void *cluster;
+
+    /* Hooks through which a lower layer tells a higher one something, set
+     * by the higher one (calls flow one way; see the layout above).
+     * session_ended: strategy.c's, set by client.c when the client is made;
+     * db.c calls it whenever the session closes. keeper_hooks: keeper.c's,
+     * set by rowlock_keep(); lock.c and client.c tell the keeper about
+     * grants, renewals, losses, releases and the client's end (NULL: the
+     * client never kept a lock). */
+    void (*session_ended)(rowlock_client *c);
+    const struct rowlock__keep_hooks *keeper_hooks;
 };
 
 /* A new, unconnected client with c's settings, table and owner identity
@@ -536,7 +546,8 @@ const rowlock__strategy_ops *rowlock__strategy_at(size_t i);              /* NUL
 void *rowlock__strategy_client_state(rowlock_client *c, const rowlock__strategy_ops *ops);
 int rowlock__strategy_client_attach(rowlock_client *c, const rowlock__strategy_ops *ops);
 void rowlock__strategy_client_free(rowlock_client *c);
-/* The client's session ended (db.c, on close): calls ops->session_ended. */
+/* The client's session ended: calls ops->session_ended. client.c sets it as
+ * the client's session_ended hook, which db.c calls on close. */
 void rowlock__strategy_session_ended(rowlock_client *c);
 
 /* ---- row.c: reading a row, explaining a refusal ------------------------------ */
@@ -715,14 +726,22 @@ int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, i
 /* ---- keeper.c --------------------------------------------------------------- */
 typedef struct rowlock__kept rowlock__kept;
 typedef struct rowlock__keeper rowlock__keeper;
-/* lock.c tells the keeper about grants, renewals, losses and releases. */
-void rowlock__keeper_granted(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, int new_grant);
-void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms);
-void rowlock__keeper_lost(rowlock_lock *l);
-void rowlock__keeper_forget(rowlock_lock *l); /* waits while a renewal of l is in flight */
-void rowlock__keeper_free(rowlock_client *c);
-/* A handle on client k for l's name, strategy and token, made and freed
- * without any SQL and without touching k's error state (lock.c). */
-rowlock_lock *rowlock__lock_shadow(const rowlock_lock *l, rowlock_client *k);
+/* What lock.c and client.c tell the keeper (c->keeper_hooks, set by
+ * rowlock_keep()): grants, renewals, losses and releases of a handle, and
+ * the client's end. */
+typedef struct rowlock__keep_hooks {
+    void (*granted)(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, int new_grant);
+    void (*renewed)(rowlock_lock *l, int64_t sent_us, int64_t lease_ms);
+    void (*lost)(rowlock_lock *l);
+    void (*forget)(rowlock_lock *l); /* waits while a renewal of l is in flight */
+    void (*client_free)(rowlock_client *c);
+} rowlock__keep_hooks;
+/* lock.c: a handle on the keeper's client k for a kept grant (name,
+ * strategy, token, holders-table entry or not), holding it without having
+ * acquired it, so the keeper renews through rowlock_renew(); made without
+ * SQL, a failure reported on k as rowlock_lock_new's. The free releases
+ * nothing (the grant is the application's). */
+int rowlock__lock_shadow(rowlock_lock **out, rowlock_client *k, const char *name, rowlock_strategy strategy,
+                         uint64_t token, int held_multi);
 void rowlock__lock_shadow_free(rowlock_lock *shadow);
 #endif
