@@ -206,7 +206,7 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
         rowlock__db_close(c);
     /* The option files are read once, here: [rowlock] table= and the
      * connection settings come from the same read (a pipe cannot be read
-     * twice), and Connector/C only sees what db.c gives it. */
+     * twice), and Connector/C only sees what db_connect.c gives it. */
     rowlock__opts files;
     memset(&files, 0, sizeof files);
     if ((o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES)) &&

@@ -229,7 +229,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     if (e->fd >= 0) {
         /* for-update: the lock is the session; its keep-alive runs on the
          * application's connection when the application is not using it
-         * (db.c's connection mutex), and waits for the answer no longer
+         * (db_connect.c's connection mutex), and waits for the answer no longer
          * than the safe time. */
         rowlock_client *ac = e->lock->client;
         sid = session;
@@ -660,7 +660,7 @@ static void keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
         if (e->fd >= 0 && lease_ms != e->lease_ms) {
             /* for-update: the session's wait_timeout is now this lease, and
              * the keep-alives count with it; a shorter one ends the old
-             * bound (the renewal ran after any keep-alive: db.c's mutex). */
+             * bound (the renewal ran after any keep-alive: db_connect.c's mutex). */
             e->lease_ms = lease_ms;
             e->interval_us = lease_ms * 1000 / 3 < 1000 ? 1000 : lease_ms * 1000 / 3;
             e->safe_until = until;

@@ -247,7 +247,7 @@ static int adopt_leftover(rowlock_lock *l, int64_t lease_ms, int *adopted)
  * shutdown), and the caller's wait has time left: a server restart, a
  * switchover or a network blip then costs the waiter its place in the
  * queue, not its wait (WAIT_RETRY events say what it waits for). The next
- * statement reconnects (db.c). Only while this handle holds nothing: a lost
+ * statement reconnects (db_connect.c). Only while this handle holds nothing: a lost
  * session held no for-update lock. A claim that committed just before the
  * connection died is adopted, not re-entered (adopt_leftover above). Wrapped
  * connections are the application's to reconnect. Try-once calls (wait 0)
