@@ -125,8 +125,9 @@ struct rowlock_lock {
     struct rowlock_lock *next, *prev; /* the client's live handles */
     void *state;         /* the strategy's private state: ops->lock_state_size
                             bytes, zeroed, allocated with the handle */
-    /* The lease keeper: set by lock.c at each grant, read by keeper.c;
-     * keep_on, keep_error and keep are rowlock_keep()'s (keeper.c). */
+    /* The lease keeper: lease_ms and grant_sent_us are set by lock.c at
+     * each new grant and read by keeper.c; keep_on, keep_error and keep are
+     * written by keeper.c only (rowlock_keep()). */
     int64_t lease_ms;        /* the lease of the current grant's acquire */
     int64_t grant_sent_us;   /* monotonic time the acquire call that made the current grant began */
     int keep_on;             /* rowlock_keep() asked to keep this handle's grants */

@@ -639,8 +639,7 @@ static void keeper_granted(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, i
     if (!l->keep_on)
         return;
     if (new_grant) {
-        keeper_forget(l); /* a lapsed grant's entry, if any */
-        l->grant_sent_us = sent_us;
+        keeper_forget(l); /* a lapsed grant's entry, if any (lock.c has set l->grant_sent_us) */
         if (track(l, sent_us) != 0)
             l->keep_error = 1; /* reported by rowlock_keep_status() */
         return;
