@@ -6,9 +6,10 @@
  * db_connect.c and db_stmt.c are the only files that call libmysqlclient
  * (mysql_*), and this is the only interface of the three: every module that
  * runs SQL (schema, row, lease, holders, the strategies, admin) calls down
- * into it, and it calls nothing above error.c, util.c and log.c. It tells
- * the layers above that a session ended through the client's session_ended
- * hook (client.h), never by name.
+ * into it, and it calls nothing above error.c, util.c, log.c and optfile.c
+ * (the option files it hands to Connector/C). It tells the layers above
+ * that a session ended through the client's session_ended hook (client.h),
+ * never by name.
  */
 #ifndef ROWLOCK_DB_H
 #define ROWLOCK_DB_H

@@ -37,13 +37,17 @@
  *                per-client strategy state
  *
  * Calls flow one way, down this list of layers:
- *   keeper.c -> client.c -> lock.c (wrappers) -> strategy.c / strategy_*.c
+ *   keeper.c -> client.c -> lock.c (wrappers) -> strategy_*.c
  *   -> lease.c / holders.c / row.c -> schema.c / db_*.c -> libmysqlclient,
- * with util.c, error.c, log.c and optfile.c below everything. Where a lower
+ * with util.c, error.c, log.c and optfile.c below everything, and
+ * strategy.c (the table of strategies, their names and per-client state)
+ * beside them: any layer may look a strategy up; it calls nothing by name
+ * (a strategy's session_ended through its table only). Where a lower
  * layer must tell a higher one something it calls a hook the higher one set
- * on the client, never a function by name: db_connect.c tells strategy.c
- * that a session ended (c->session_ended, set by client.c when the client
- * is made), lock.c and client.c tell the keeper about grants, renewals,
+ * on the client, never a function by name: db_connect.c tells the
+ * strategies that a session ended (c->session_ended, strategy.c's
+ * rowlock__strategy_session_ended, set by client.c when the client is made,
+ * calls each strategy's ops->session_ended), lock.c and client.c tell the keeper about grants, renewals,
  * losses, releases and the client's end (c->keeper_hooks, set by
  * rowlock_keep()).
  *
