@@ -22,6 +22,7 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
     rowlock__db_mutex_init(c);
     c->log = &c->log_own;
     c->conn_role = "connection";
+    c->session_ended = rowlock__strategy_session_ended;
 
     /* Owner: 128 random bits make it unique and unguessable; host and pid
      * are only there for humans reading `rowlock status`. */
@@ -205,7 +206,7 @@ ROWLOCK_EXTERN int rowlock_client_connect(rowlock_client *c, const rowlock_clien
         rowlock__db_close(c);
     /* The option files are read once, here: [rowlock] table= and the
      * connection settings come from the same read (a pipe cannot be read
-     * twice), and Connector/C only sees what db.c gives it. */
+     * twice), and Connector/C only sees what db_connect.c gives it. */
     rowlock__opts files;
     memset(&files, 0, sizeof files);
     if ((o->defaults_file || (o->flags & ROWLOCK_CLIENT_READ_DEFAULT_FILES)) &&
@@ -308,6 +309,7 @@ int rowlock__client_clone(rowlock_client **out, const rowlock_client *c)
     rowlock__db_mutex_init(k);
     k->log = c->log; /* the copy reports to its parent's hook */
     k->conn_role = c->conn_role;
+    k->session_ended = c->session_ended;
     memcpy(k->table, c->table, sizeof k->table);
     memcpy(k->owner, c->owner, sizeof k->owner);
     k->owner_len = c->owner_len;
@@ -353,7 +355,8 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
 {
     if (c == NULL)
         return;
-    rowlock__keeper_free(c);
+    if (c->keeper_hooks)
+        c->keeper_hooks->client_free(c); /* the keeper's threads and connection */
     if (c->mysql && c->owns_mysql && c->conn_pid != (long)getpid()) {
         /* A fork child's copy: never end the parent's session. */
         rowlock__db_abandon(c);

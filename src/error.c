@@ -36,7 +36,7 @@ ROWLOCK_EXTERN const char *rowlock_error_name(int code)
  * THE table: what each MySQL error number means to a lock, and, for the
  * transient ones (a server state that ends by itself within seconds on a
  * healthy deployment), what a waiter waits for. Everything else decides
- * from here: capture() (db.c) maps the class to a return code; a waiting
+ * from here: rowlock__db_capture() (db_stmt.c) maps the class to a return code; a waiting
  * acquire (lock.c) and the CLI's wait loops retry every row with a
  * `waits_for` until their deadline; the lease keeper retries renewals on
  * any failure but "not the owner" until the safe time runs out. An error

@@ -33,7 +33,7 @@
  * Locking: one mutex per keeper guards its list and every entry's state.
  * The application's thread takes it to add and remove entries and to read
  * status; the keeper's threads drop it around every round trip and callback,
- * marking the entry busy, and rowlock__keeper_forget() waits until an entry
+ * marking the entry busy, and keeper_forget() waits until an entry
  * is not busy before unlinking it, so a renewal never races a release.
  */
 #include "rowlock_int.h"
@@ -220,14 +220,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     int rc = 0;
     if (e->shadow == NULL && e->fd < 0) {
         /* Made here: the renewer is the only thread that uses k->conn. */
-        rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
-        o.strategy = e->strategy;
-        rc = rowlock_lock_new(&e->shadow, k->conn, e->name, &o);
-        if (rc == 0) {
-            e->shadow->held = 1; /* renews only: never acquires or releases */
-            e->shadow->token = e->token;
-            e->shadow->held_multi = e->held_multi;
-        }
+        rc = rowlock__lock_shadow(&e->shadow, k->conn, e->name, e->strategy, e->token, e->held_multi);
     }
     int64_t sent = rowlock__now_us();
     char msg[ROWLOCK__ERRMSG_MAX];
@@ -236,7 +229,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     if (e->fd >= 0) {
         /* for-update: the lock is the session; its keep-alive runs on the
          * application's connection when the application is not using it
-         * (db.c's connection mutex), and waits for the answer no longer
+         * (db_connect.c's connection mutex), and waits for the answer no longer
          * than the safe time. */
         rowlock_client *ac = e->lock->client;
         sid = session;
@@ -547,15 +540,12 @@ static rowlock__kept *find(rowlock__keeper *k, const rowlock_lock *l)
 /* Renewer thread, or after both threads ended. */
 static void entry_free(rowlock__kept *e)
 {
-    if (e->shadow) {
-        e->shadow->held = 0; /* the grant is the application's: nothing to release */
-        rowlock_lock_free(e->shadow);
-    }
+    rowlock__lock_shadow_free(e->shadow);
     free(e);
 }
 
 /* Unlink and free l's entry, waiting while the keeper thread works on it. */
-void rowlock__keeper_forget(rowlock_lock *l)
+static void keeper_forget(rowlock_lock *l)
 {
     rowlock__keeper *k = l->client->keeper;
     if (k == NULL || k->pid != getpid())
@@ -642,21 +632,22 @@ static int track(rowlock_lock *l, int64_t sent_us)
     return 0;
 }
 
-void rowlock__keeper_granted(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, int new_grant)
+static void keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms);
+
+static void keeper_granted(rowlock_lock *l, int64_t sent_us, int64_t lease_ms, int new_grant)
 {
     if (!l->keep_on)
         return;
     if (new_grant) {
-        rowlock__keeper_forget(l); /* a lapsed grant's entry, if any */
-        l->grant_sent_us = sent_us;
+        keeper_forget(l); /* a lapsed grant's entry, if any (lock.c has set l->grant_sent_us) */
         if (track(l, sent_us) != 0)
             l->keep_error = 1; /* reported by rowlock_keep_status() */
         return;
     }
-    rowlock__keeper_renewed(l, sent_us, lease_ms);
+    keeper_renewed(l, sent_us, lease_ms);
 }
 
-void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
+static void keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
 {
     rowlock__keeper *k = l->client->keeper;
     if (k == NULL || k->pid != getpid())
@@ -668,7 +659,7 @@ void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
         if (e->fd >= 0 && lease_ms != e->lease_ms) {
             /* for-update: the session's wait_timeout is now this lease, and
              * the keep-alives count with it; a shorter one ends the old
-             * bound (the renewal ran after any keep-alive: db.c's mutex). */
+             * bound (the renewal ran after any keep-alive: db_connect.c's mutex). */
             e->lease_ms = lease_ms;
             e->interval_us = lease_ms * 1000 / 3 < 1000 ? 1000 : lease_ms * 1000 / 3;
             e->safe_until = until;
@@ -684,7 +675,7 @@ void rowlock__keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
     pthread_mutex_unlock(&k->mu);
 }
 
-void rowlock__keeper_lost(rowlock_lock *l)
+static void keeper_lost(rowlock_lock *l)
 {
     rowlock__keeper *k = l->client->keeper;
     if (k == NULL || k->pid != getpid())
@@ -701,7 +692,7 @@ void rowlock__keeper_lost(rowlock_lock *l)
     pthread_mutex_unlock(&k->mu);
 }
 
-void rowlock__keeper_free(rowlock_client *c)
+static void keeper_free(rowlock_client *c)
 {
     rowlock__keeper *k = c->keeper;
     if (k == NULL)
@@ -719,6 +710,16 @@ void rowlock__keeper_free(rowlock_client *c)
     keeper_destroy(k);
 }
 
+/* What lock.c and client.c tell the keeper, through the client (set by
+ * rowlock_keep(), so a client that never keeps costs them a NULL test). */
+static const rowlock__keep_hooks keeper_hooks = {
+    .granted = keeper_granted,
+    .renewed = keeper_renewed,
+    .lost = keeper_lost,
+    .forget = keeper_forget,
+    .client_free = keeper_free,
+};
+
 /* ---- public --------------------------------------------------------------- */
 
 ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opts)
@@ -727,9 +728,10 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
         return ROWLOCK_EINVALID;
     rowlock_client *c = l->client;
     rowlock__clear_error(c);
+    c->keeper_hooks = &keeper_hooks;
     if (opts == NULL) {
         l->keep_on = 0;
-        rowlock__keeper_forget(l);
+        keeper_forget(l);
         return 0;
     }
     if (opts->version != ROWLOCK_KEEP_OPTIONS_VERSION)
@@ -747,7 +749,7 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
                              l->shown, (long long)opts->interval_ms, (long long)opts->lease_ms);
     if (!is_session_lock(l) && !c->owns_mysql)
         return wrapped_unsupported(c, l->shown);
-    rowlock__keeper_forget(l);
+    keeper_forget(l);
     l->keep = *opts;
     l->keep_on = 1;
     l->keep_error = 0;

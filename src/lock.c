@@ -9,6 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The keeper (keeper.c) sits above this file: it makes shadow handles here
+ * and renews through rowlock_renew(). What it must hear from here goes
+ * through the hooks rowlock_keep() set on the client (NULL: nothing kept). */
+#define KEEPER(c, hook, ...)                      \
+    do {                                          \
+        if ((c)->keeper_hooks)                    \
+            (c)->keeper_hooks->hook(__VA_ARGS__); \
+    } while (0)
 
 /* The name as shown in messages: quoted, control bytes escaped, so a
  * message stays one readable line whatever the name holds. */
@@ -96,6 +104,31 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     return 0;
 }
 
+/* The keeper's shadow handle: made like any handle (so its strategy state
+ * is set up the same way, and a failure is reported on k like
+ * rowlock_lock_new's), then marked as holding the grant it renews. */
+int rowlock__lock_shadow(rowlock_lock **out, rowlock_client *k, const char *name, rowlock_strategy strategy,
+                         uint64_t token, int held_multi)
+{
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    o.strategy = strategy;
+    int rc = rowlock_lock_new(out, k, name, &o);
+    if (rc == 0) {
+        (*out)->held = 1; /* renews only: never acquires or releases */
+        (*out)->token = token;
+        (*out)->held_multi = held_multi;
+    }
+    return rc;
+}
+
+void rowlock__lock_shadow_free(rowlock_lock *shadow)
+{
+    if (shadow == NULL)
+        return;
+    shadow->held = 0; /* the grant is the application's: nothing to release */
+    rowlock_lock_free(shadow);
+}
+
 void rowlock__locks_orphan(rowlock_client *c)
 {
     for (rowlock_lock *l = c->locks, *next; l; l = next) {
@@ -119,7 +152,7 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
         return;
     rowlock_client *c = l->client;
     if (c) {
-        rowlock__keeper_forget(l);
+        KEEPER(l->client, forget, l);
         /* Through the public call, so a release here is checked and counted
          * like any other. */
         while (rowlock_lock_held(l) > 0) {
@@ -215,7 +248,7 @@ static int adopt_leftover(rowlock_lock *l, int64_t lease_ms, int *adopted)
  * shutdown), and the caller's wait has time left: a server restart, a
  * switchover or a network blip then costs the waiter its place in the
  * queue, not its wait (WAIT_RETRY events say what it waits for). The next
- * statement reconnects (db.c). Only while this handle holds nothing: a lost
+ * statement reconnects (db_connect.c). Only while this handle holds nothing: a lost
  * session held no for-update lock. A claim that committed just before the
  * connection died is adopted, not re-entered (adopt_leftover above). Wrapped
  * connections are the application's to reconnect. Try-once calls (wait 0)
@@ -297,7 +330,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
             l->lease_ms = lease_ms;
             l->grant_sent_us = sent;
         }
-        rowlock__keeper_granted(l, sent, lease_ms, new_grant);
+        KEEPER(l->client, granted, l, sent, lease_ms, new_grant);
         int64_t took = rowlock__now_us() - sent;
         ROWLOCK__LOG_LOCK(l, new_grant ? ROWLOCK_LOG_INFO : ROWLOCK_LOG_DEBUG, ACQUIRED,
                           RL_EVX(.waited_us = took, .attempt = l->attempts ? l->attempts : 1),
@@ -325,10 +358,10 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     /* The final release ends keeping first, so no renewal follows it. */
     int kept = l->held == 1 && l->keep_on;
     if (kept)
-        rowlock__keeper_forget(l);
+        KEEPER(l->client, forget, l);
     rc = l->held_multi ? rowlock__holders_release(l) : l->ops->release(l);
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
-        rowlock__keeper_granted(l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
+        KEEPER(l->client, granted, l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
         ROWLOCK__LOG_LOCK(l, l->held == 1 ? ROWLOCK_LOG_INFO : ROWLOCK_LOG_DEBUG, RELEASED,
                           RL_EVX(.elapsed_us = rowlock__now_us() - l->grant_sent_us),
@@ -340,7 +373,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
-        rowlock__keeper_lost(l);
+        KEEPER(l->client, lost, l);
     }
     return rc;
 }
@@ -364,11 +397,11 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
                           "%s (%s): token %llu, lease %lld ms (%s)", l->shown, l->ops->name,
                           (unsigned long long)l->token, (long long)lease_ms, l->client->conn_role);
-        rowlock__keeper_renewed(l, sent, lease_ms);
+        KEEPER(l->client, renewed, l, sent, lease_ms);
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
-        rowlock__keeper_lost(l);
+        KEEPER(l->client, lost, l);
     }
     return rc;
 }

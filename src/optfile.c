@@ -48,7 +48,7 @@
  *
  * Connector/C is never given the user's files: rowlock__opts_render() writes
  * what was read (the keys of the groups Connector/C reads) as one [client]
- * group, with the keys that explicit options supersede left out, and db.c
+ * group, with the keys that explicit options supersede left out, and db_connect.c
  * hands that content to Connector/C. One read decides both the connection
  * and [rowlock] table=.
  */

@@ -43,7 +43,8 @@ typedef struct {
 static int read_traits(rowlock_client *c, server_traits *t)
 {
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    int rc = rowlock__db_exec(c, "migrate: server check", SQL_WSREP_STRICT, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "migrate: server check", .tmpl = SQL_WSREP_STRICT, .cols = &col,
+                                        .ncols = 1));
     if (rc)
         return rc;
     t->wsrep_strict = !col.is_null && col.i != 0;
@@ -70,7 +71,8 @@ static int read_version(rowlock_client *c, const char *sql, int *found)
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     rowlock__res res;
     rowlock__param p = RL_STR(c->table, strlen(c->table));
-    int rc = rowlock__db_exec(c, "schema check", sql, 0, &p, 1, &col, 1, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "schema check", .tmpl = sql, .params = &p, .nparams = 1,
+                                        .cols = &col, .ncols = 1, .res = &res));
     if (rc == ROWLOCK_ESCHEMA)
         return 0; /* no rowlock_schema table: nothing installed */
     if (rc)
@@ -244,11 +246,13 @@ static int audit(rowlock_client *c, int version, char *out, size_t cap, int *n_m
         if (p->kind == P_FLOOR_ROW) {
             if (object_missing & 1)
                 continue; /* its table is already missing */
-            rc = rowlock__db_exec(c, "migrate: check", SQL_HAS_FLOOR_ROW, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+            rc = rowlock__db_run(c, RL_STMT(.what = "migrate: check", .tmpl = SQL_HAS_FLOOR_ROW, .cols = &col,
+                                            .ncols = 1));
         } else {
             rowlock__param pp[2] = { RL_STR(name, strlen(name)), RL_STR(p->arg, strlen(p->arg)) };
-            rc = rowlock__db_exec(c, "migrate: check", p->kind == P_OBJECT ? SQL_HAS_OBJECT : SQL_HAS_COLUMN, 0, pp,
-                                  2, &col, 1, NULL, NULL, NULL);
+            rc = rowlock__db_run(c, RL_STMT(.what = "migrate: check",
+                                            .tmpl = p->kind == P_OBJECT ? SQL_HAS_OBJECT : SQL_HAS_COLUMN,
+                                            .params = pp, .nparams = 2, .cols = &col, .ncols = 1));
         }
         if (rc)
             return rc;
@@ -304,7 +308,8 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
     rowlock__param pl = RL_STR(lockname, strlen(lockname));
     rowlock__col got = { .type = ROWLOCK__T_I64 };
     rowlock__res res;
-    if ((rc = rowlock__db_exec(c, "migrate: lock", SQL_MIGRATE_LOCK, 0, &pl, 1, &got, 1, NULL, NULL, &res)))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "migrate: lock", .tmpl = SQL_MIGRATE_LOCK, .params = &pl,
+                                         .nparams = 1, .cols = &got, .ncols = 1, .res = &res))))
         return rc;
     if (got.is_null || got.i != 1)
         return rowlock__fail(c, ROWLOCK_EDB, "migrate: another migration of `%s` held its lock for 60 s", c->table);
@@ -325,7 +330,8 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
         if ((rc = apply_file(c, m, &traits)))
             goto out;
         rowlock__param pv[2] = { RL_STR(c->table, strlen(c->table)), RL_I64(m->number) };
-        if ((rc = rowlock__db_exec(c, "migrate: record version", SQL_SET_VERSION, 0, pv, 2, NULL, 0, NULL, NULL, NULL)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "migrate: record version", .tmpl = SQL_SET_VERSION,
+                                             .params = pv, .nparams = 2))))
             goto out;
         found = m->number;
     }
@@ -345,8 +351,7 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
                 if ((rc = apply_file(c, &rowlock__migrations[i], &traits)))
                     goto out;
             if (floor_missing &&
-                (rc = rowlock__db_exec(c, "migrate: raise floor", SQL_RAISE_FLOOR, 0, NULL, 0, NULL, 0, NULL, NULL,
-                                       NULL)))
+                (rc = rowlock__db_run(c, RL_STMT(.what = "migrate: raise floor", .tmpl = SQL_RAISE_FLOOR))))
                 goto out;
             char still[ROWLOCK__ERRMSG_MAX / 2];
             int n2 = 0;
@@ -372,7 +377,8 @@ out:
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
         rowlock__col ign = { .type = ROWLOCK__T_I64 };
-        (void)rowlock__db_exec(c, "migrate: unlock", SQL_MIGRATE_UNLOCK, 0, &pl, 1, &ign, 1, NULL, NULL, NULL);
+        (void)rowlock__db_run(c, RL_STMT(.what = "migrate: unlock", .tmpl = SQL_MIGRATE_UNLOCK, .params = &pl,
+                                         .nparams = 1, .cols = &ign, .ncols = 1));
         if (rc)
             rowlock__error_restore(c, &keep);
     }

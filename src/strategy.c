@@ -5,9 +5,10 @@
  * Per-client state is allocated when a client makes its first handle of a
  * strategy (ops->client_state_size bytes, zeroed), freed with the client
  * after ops->client_free, and told by ops->session_ended when the client's
- * session ends (db.c calls rowlock__strategy_session_ended() when it closes
- * a connection: a notification through the hooks, the one call from db.c
- * that is not downward; it runs no SQL).
+ * session ends (client.c sets rowlock__strategy_session_ended() as the
+ * client's session_ended hook, which the db layer calls when it closes a
+ * connection: a notification, not a call by name up the layers; it runs no
+ * SQL).
  */
 #include "rowlock_int.h"
 

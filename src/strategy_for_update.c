@@ -32,7 +32,7 @@
  *   (or when the lease changes), none after; the keeper's keep-alive (DO 1)
  *   every third of the lease while kept. A session of ours stays at the
  *   lease after the release, and when it idles longer the server closes it
- *   and the next call opens another (db.c sees the close without a round
+ *   and the next call opens another (db_connect.c sees the close without a round
  *   trip); a wrapped session (the application's) is given back its own
  *   wait_timeout at the release (one more round trip each way).
  * Shared mode: the same with LOCK IN SHARE MODE instead of FOR UPDATE
@@ -144,11 +144,8 @@ static void restore_wait(rowlock_client *c, fu_client *f)
 {
     if (c->owns_mysql || f->wait_s == 0)
         return;
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_simple(c, "release (for-update): restore wait_timeout",
-                             "/* rowlock:fu-wait-restore */ SET SESSION wait_timeout = @rowlock_wait_timeout");
-    rowlock__error_restore(c, &keep);
+    (void)rowlock__db_simple_quiet(c, "release (for-update): restore wait_timeout",
+                                   "/* rowlock:fu-wait-restore */ SET SESSION wait_timeout = @rowlock_wait_timeout");
     f->wait_s = 0;
 }
 
@@ -159,8 +156,8 @@ static int check_cluster(rowlock_lock *l)
     if (f->wsrep_checked == 0) {
         rowlock__col col = { .type = ROWLOCK__T_I64 };
         rowlock__res res;
-        int rc = rowlock__db_exec(c, "acquire (for-update): cluster check", WSREP, 0, NULL, 0, &col, 1, NULL, NULL,
-                                  &res);
+        int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (for-update): cluster check", .tmpl = WSREP,
+                                            .cols = &col, .ncols = 1, .res = &res));
         if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */)
             col.i = 0;
         else if (rc)
@@ -178,10 +175,7 @@ static int check_cluster(rowlock_lock *l)
 
 static int rollback(rowlock_client *c)
 {
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_simple(c, "rollback", "/* rowlock:fu-rollback */ ROLLBACK");
-    rowlock__error_restore(c, &keep);
+    rowlock__db_rollback(c, "rollback", "/* rowlock:fu-rollback */ ROLLBACK");
     return 0;
 }
 
@@ -232,7 +226,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         if ((rc = rowlock__db_simple(c, "acquire (for-update): begin", "/* rowlock:fu-begin */ START TRANSACTION")))
             return rc;
         /* Inside the transaction: the session cannot be swapped for a new
-         * one (db.c's idle check never replaces one in a transaction). */
+         * one (db_connect.c's idle check never replaces one in a transaction). */
         if ((rc = set_wait(c, f, wait_seconds(lease_ms), "acquire (for-update): lease"))) {
             if (c->connected)
                 rollback(c);
@@ -251,7 +245,8 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 } };
         rowlock__param p = RL_STR(l->name, l->name_len);
         rowlock__res res;
-        rc = rowlock__db_exec(c, "acquire (for-update)", sql, variant, &p, 1, cols, 2, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (for-update)", .tmpl = sql, .variant = variant,
+                                        .params = &p, .nparams = 1, .cols = cols, .ncols = 2, .res = &res));
         if (rc == ROWLOCK_EBUSY && wait_ms == ROWLOCK_WAIT_FOREVER) {
             rollback(c);
             created = 0;
@@ -287,8 +282,8 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         if (created)
             return rowlock__fail(c, ROWLOCK_EDB, "acquire %s (for-update): the row vanished while creating it",
                                  l->shown);
-        if ((rc = rowlock__db_exec(c, "acquire (for-update): create row", CREATE_ROW, 0, &p, 1, NULL, 0, NULL, NULL,
-                                   NULL)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (for-update): create row", .tmpl = CREATE_ROW,
+                                             .params = &p, .nparams = 1))))
             return rc;
     }
 }
@@ -391,7 +386,8 @@ static int fu_inspect(rowlock_lock *l, rowlock_info *info)
                              l->shown);
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     rowlock__param p = RL_STR(l->name, l->name_len);
-    rc = rowlock__db_exec(c, "inspect (for-update)", PROBE, 0, &p, 1, &col, 1, NULL, NULL, NULL);
+    rc = rowlock__db_run(c, RL_STMT(.what = "inspect (for-update)", .tmpl = PROBE, .params = &p, .nparams = 1,
+                                    .cols = &col, .ncols = 1));
     if (rc == ROWLOCK_EBUSY) {
         info->held = 1; /* someone's transaction holds the row; who is not recorded */
         rowlock__clear_error(c);

@@ -1,15 +1,15 @@
 /*
- * The only file that calls libmysqlclient. Everything that reaches the
- * server goes through rowlock__db_exec() (prepared statements, cached per
- * client) or rowlock__db_simple() (fixed SQL without user data), so this is
- * the one seam for tests, tracing and fault injection.
+ * The connection: connect (options, option files handed to Connector/C,
+ * TLS, the failover host list), the per-connection mutex, the idle check
+ * before a statement and the reconnect after a lost session, the keeper's
+ * keep-alive ping, error capture (a lost connection is the connection's
+ * business), and what the rest of the library may ask about the
+ * connection. With db_stmt.c, the only files that call libmysqlclient;
+ * src/db.h is the interface of both and of fault.c.
  *
- * Errors: every failure is captured into the client (errno, SQLSTATE, one
- * line) and translated by rowlock__db_classify() (error.c): busy → EBUSY,
- * missing table/sequence → ESCHEMA, anything else → EDB. A lost connection
- * marks the client disconnected; the next call on a connection the client
- * owns reconnects (statements are prepared again). A wrapped connection is
- * never reconnected by rowlock.
+ * A lost connection marks the client disconnected; the next statement on
+ * a connection the client owns reconnects (statements are prepared again).
+ * A wrapped connection is never reconnected by rowlock.
  */
 #include "rowlock_int.h"
 
@@ -29,217 +29,7 @@
 
 #define MYSQLP(c) ((MYSQL *)(c)->mysql)
 
-static int capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg);
-
-/* ---- fault injection (test builds only; see rowlock_int.h) ------------------- */
-#ifdef ROWLOCK_FAULT_INJECTION
-#include <pthread.h>
-#include <sys/socket.h>
-
-#define FAULT_MAX 32
-typedef struct fault_rule {
-    int used;
-    const rowlock_client *client; /* NULL: every client */
-    char tag[32];
-    unsigned nth;                 /* 0: every execution */
-    unsigned seen, fired;
-    rowlock__fault_kind kind;
-    unsigned value;
-} fault_rule;
-static fault_rule faults[FAULT_MAX];
-static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t fault_env_once = PTHREAD_ONCE_INIT;
-
-static void tag_of(const char *sql, char *out, size_t cap)
-{
-    static const char head[] = "/* rowlock:";
-    size_t o = 0;
-    if (strncmp(sql, head, sizeof head - 1) == 0)
-        for (const char *p = sql + sizeof head - 1; *p && *p != ' ' && *p != '*' && o + 1 < cap; p++)
-            out[o++] = *p;
-    out[o] = '\0';
-}
-
-/* Generated from the sources in src/ by cmake/fault_tags.cmake: every tag a statement
- * carries, sorted. */
-extern const char *const rowlock__fault_tags[];
-extern const size_t rowlock__fault_tag_count;
-
-static int tag_cmp(const void *key, const void *elem)
-{
-    return strcmp((const char *)key, *(const char *const *)elem);
-}
-
-int rowlock__fault_tag_known(const char *tag)
-{
-    return tag != NULL &&
-           bsearch(tag, rowlock__fault_tags, rowlock__fault_tag_count, sizeof rowlock__fault_tags[0], tag_cmp) != NULL;
-}
-
-static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
-                     unsigned value)
-{
-    if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || !rowlock__fault_tag_known(tag) ||
-        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_DROP_AFTER)
-        return ROWLOCK_EINVALID;
-    for (int i = 0; i < FAULT_MAX; i++) {
-        if (!faults[i].used) {
-            faults[i] = (fault_rule){ .used = 1, .client = c, .nth = nth, .kind = kind, .value = value };
-            rowlock__strlcpy(faults[i].tag, tag, sizeof faults[i].tag);
-            return 0;
-        }
-    }
-    return ROWLOCK_ENOMEM;
-}
-
-/* ROWLOCK_FAULTS="tag:nth:spec,...": spec is a MySQL error number, stall=MS
- * or drop. Bad entries are reported on stderr and skipped. */
-static void fault_env(void)
-{
-    const char *env = getenv("ROWLOCK_FAULTS");
-    if (env == NULL || *env == '\0')
-        return;
-    char *copy = strdup(env), *save = NULL;
-    if (copy == NULL)
-        return;
-    for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
-        char tag[32], spec[32];
-        unsigned nth = 0, value = 0;
-        rowlock__fault_kind kind = ROWLOCK__FAULT_ERROR;
-        int ok = sscanf(item, "%31[^:]:%u:%31s", tag, &nth, spec) == 3;
-        if (ok && strncmp(spec, "stall=", 6) == 0) {
-            kind = ROWLOCK__FAULT_STALL;
-            ok = sscanf(spec + 6, "%u", &value) == 1;
-        } else if (ok && strcmp(spec, "drop") == 0) {
-            kind = ROWLOCK__FAULT_DROP_AFTER;
-        } else if (ok) {
-            ok = sscanf(spec, "%u", &value) == 1 && value > 0;
-        }
-        if (!ok || fault_add(NULL, tag, nth, kind, value) != 0) {
-            /* A test whose injection silently does not arm proves nothing:
-             * stop the process instead of running on without it. */
-            fprintf(stderr,
-                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop, tag one that a statement "
-                    "carries: see generated/fault_tags.c)\n");
-            abort();
-        }
-    }
-    free(copy);
-}
-
-int rowlock__fault_set(const rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind,
-                       unsigned value)
-{
-    pthread_once(&fault_env_once, fault_env);
-    pthread_mutex_lock(&fault_mu);
-    int rc = fault_add(c, tag, nth, kind, value);
-    pthread_mutex_unlock(&fault_mu);
-    return rc;
-}
-
-void rowlock__fault_clear(const rowlock_client *c)
-{
-    pthread_once(&fault_env_once, fault_env);
-    pthread_mutex_lock(&fault_mu);
-    for (int i = 0; i < FAULT_MAX; i++)
-        if (c == NULL || faults[i].client == c)
-            faults[i].used = 0;
-    pthread_mutex_unlock(&fault_mu);
-}
-
-unsigned rowlock__fault_fired(const rowlock_client *c, const char *tag)
-{
-    unsigned n = 0;
-    pthread_mutex_lock(&fault_mu);
-    for (int i = 0; i < FAULT_MAX; i++)
-        if (faults[i].used && faults[i].client == c && strcmp(faults[i].tag, tag) == 0)
-            n += faults[i].fired;
-    pthread_mutex_unlock(&fault_mu);
-    return n;
-}
-
-/* The rule that fires for this execution, if any (counts the execution). */
-static int fault_match(rowlock_client *c, const char *sql, rowlock__fault_kind *kind, unsigned *value)
-{
-    char tag[32];
-    tag_of(sql, tag, sizeof tag);
-    if (tag[0] == '\0')
-        return 0;
-    pthread_once(&fault_env_once, fault_env);
-    int hit = 0;
-    pthread_mutex_lock(&fault_mu);
-    for (int i = 0; i < FAULT_MAX && !hit; i++) {
-        fault_rule *f = &faults[i];
-        if (!f->used || (f->client && f->client != c) || strcmp(f->tag, tag) != 0)
-            continue;
-        f->seen++;
-        if (f->nth == 0 || f->seen == f->nth) {
-            f->fired++;
-            *kind = f->kind;
-            *value = f->value;
-            hit = 1;
-        }
-    }
-    pthread_mutex_unlock(&fault_mu);
-    return hit;
-}
-
-/* The server side of the session ends as it would when the network fails. */
-static void fault_cut(rowlock_client *c)
-{
-    if (c->mysql) {
-        my_socket fd = mysql_get_socket(MYSQLP(c));
-        if (fd >= 0)
-            shutdown(fd, SHUT_RDWR);
-    }
-}
-
-static const char *fault_sqlstate(unsigned e)
-{
-    switch (e) {
-    case 1213: return "40001";
-    case 1146: return "42S02";
-    case 1235: return "42000";
-    default: return "HY000";
-    }
-}
-
-/* Before a statement runs: 0 to run it (after any stall; *drop_after set
- * when the connection is to be cut once it ran), else the injected error. */
-static int fault_before(rowlock_client *c, const char *what, const char *sql, int *drop_after)
-{
-    rowlock__fault_kind kind;
-    unsigned value;
-    *drop_after = 0;
-    if (!fault_match(c, sql, &kind, &value))
-        return 0;
-    if (kind == ROWLOCK__FAULT_STALL) {
-        rowlock__sleep_us((int64_t)value * 1000);
-        return 0;
-    }
-    if (kind == ROWLOCK__FAULT_DROP_AFTER) {
-        *drop_after = 1;
-        return 0;
-    }
-    if (rowlock__db_classify(value) == ROWLOCK__DB_CONN)
-        fault_cut(c);
-    char msg[64];
-    snprintf(msg, sizeof msg, "injected fault %u", value);
-    return capture(c, what, value, fault_sqlstate(value), msg);
-}
-
-/* After the statement ran: its result is "lost" with the connection. */
-static int fault_after(rowlock_client *c, const char *what)
-{
-    fault_cut(c);
-    return capture(c, what, CR_SERVER_LOST, "HY000", "Lost connection to server during query (injected)");
-}
-#else
-#define fault_before(c, what, sql, drop) (*(drop) = 0, 0)
-#define fault_after(c, what) 0
-#endif
-
-static int capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg)
+int rowlock__db_capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg)
 {
     c->db_errno = err;
     rowlock__strlcpy(c->sqlstate, state && *state ? state : "HY000", sizeof c->sqlstate);
@@ -260,22 +50,10 @@ static int capture(rowlock_client *c, const char *what, unsigned int err, const 
     return rowlock__fail(c, code, "%s: %s (MySQL error %u, SQLSTATE %s)", what, msg, err, c->sqlstate);
 }
 
-static int capture_mysql(rowlock_client *c, const char *what)
+int rowlock__db_capture_conn(rowlock_client *c, const char *what)
 {
     MYSQL *m = MYSQLP(c);
-    return capture(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
-}
-
-/* A statement's error; libmariadb keeps an error that arrives while a result
- * is fetched (e.g. Galera aborting a reader: 1213) on the connection, not on
- * the statement, so that one is read when the statement has none. */
-static int capture_stmt(rowlock_client *c, const char *what, MYSQL_STMT *st)
-{
-    if (mysql_stmt_errno(st) == 0 && mysql_errno(MYSQLP(c)) != 0)
-        return capture_mysql(c, what);
-    if (mysql_stmt_errno(st) == 0)
-        return capture(c, what, CR_UNKNOWN_ERROR, "HY000", "unknown client error (no error number reported)");
-    return capture(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st), mysql_stmt_error(st));
+    return rowlock__db_capture(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
 }
 
 void rowlock__db_drop_statements(rowlock_client *c)
@@ -295,7 +73,8 @@ void rowlock__db_close(rowlock_client *c)
     if (c->owns_mysql)
         c->mysql = NULL;
     c->connected = 0;
-    rowlock__strategy_session_ended(c); /* what the session held is gone */
+    if (c->session_ended)
+        c->session_ended(c); /* what the session held is gone (strategy.c's hook) */
 }
 
 static const char *tls_mode_name(rowlock_tls_mode m)
@@ -361,7 +140,7 @@ static int superseded(const char *k, void *arg)
     if (strcmp(k, "table") == 0 || strcmp(k, "single-node") == 0)
         return 1; /* rowlock's own keys */
     if (strcmp(k, "host") == 0 && c->host != NULL && strchr(c->host, ','))
-        return 1; /* a failover list: db.c tries its hosts one by one */
+        return 1; /* a failover list: db_connect.c tries its hosts one by one */
     if (c->connect_timeout_ms && key_is(k, timeout))
         return 1;
     if (c->tls_mode == ROWLOCK_TLS_DEFAULT)
@@ -498,7 +277,7 @@ static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQ
     if (tmp_path[0])
         unlink(tmp_path);
     if (!ok) {
-        rc = capture(c, "connect", mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
+        rc = rowlock__db_capture(c, "connect", mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
         mysql_close(m);
         return ROWLOCK_EDB;
     }
@@ -589,17 +368,15 @@ const char *rowlock__db_next_host(const char *list, char *buf, size_t cap, unsig
     return rest;
 }
 
-static void conn_enter(rowlock_client *c);
-static void conn_leave(rowlock_client *c);
 static int connect_locked(rowlock_client *c);
 
 /* Under the connection's mutex: a keeper's keep-alive never sees the MYSQL *
  * swapped under it (rowlock_client_connect() on a kept client). */
 int rowlock__db_connect(rowlock_client *c)
 {
-    conn_enter(c);
+    rowlock__db_enter(c);
     int rc = connect_locked(c);
-    conn_leave(c);
+    rowlock__db_leave(c);
     return rc;
 }
 
@@ -715,7 +492,7 @@ static void idle_check(rowlock_client *c)
     rowlock__db_close(c);
 }
 
-static int ensure_connected(rowlock_client *c, const char *what)
+int rowlock__db_ensure(rowlock_client *c, const char *what)
 {
     idle_check(c);
     if (c->connected)
@@ -739,88 +516,6 @@ static int ensure_connected(rowlock_client *c, const char *what)
     return 0;
 }
 
-/* Expand {{table}} and {{wait}} (variant ms as seconds "S.mmm"). */
-static char *expand(rowlock_client *c, const char *tmpl, long variant)
-{
-    size_t cap = strlen(tmpl) + 8 * (strlen(c->table) + 24) + 1;
-    char *out = malloc(cap);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (const char *p = tmpl; *p;) {
-        if (strncmp(p, "{{table}}", 9) == 0) {
-            o += (size_t)snprintf(out + o, cap - o, "%s", c->table);
-            p += 9;
-        } else if (strncmp(p, "{{wait}}", 8) == 0) {
-            o += (size_t)snprintf(out + o, cap - o, "%ld.%03ld", variant / 1000, variant % 1000);
-            p += 8;
-        } else if (strncmp(p, "{{waits}}", 9) == 0) {
-            o += (size_t)snprintf(out + o, cap - o, "%ld", variant / 1000 + (variant % 1000 != 0));
-            p += 9;
-        } else {
-            if (o + 1 >= cap)
-                break;
-            out[o++] = *p++;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-static MYSQL_STMT *get_stmt(rowlock_client *c, const char *what, const char *tmpl, long variant, int *rc)
-{
-    rowlock__stmt *victim = &c->stmts[0];
-    for (int i = 0; i < ROWLOCK__STMT_CACHE; i++) {
-        rowlock__stmt *s = &c->stmts[i];
-        if (s->stmt && s->tmpl == tmpl && s->variant == variant) {
-            s->last_use = ++c->stmt_clock;
-            return (MYSQL_STMT *)s->stmt;
-        }
-        if (!s->stmt || (victim->stmt && s->last_use < victim->last_use))
-            victim = s;
-    }
-    if (victim->stmt)
-        mysql_stmt_close((MYSQL_STMT *)victim->stmt);
-    memset(victim, 0, sizeof *victim);
-
-    MYSQL_STMT *st = mysql_stmt_init(MYSQLP(c));
-    if (!st) {
-        *rc = rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
-        return NULL;
-    }
-    char *sql = expand(c, tmpl, variant);
-    if (!sql) {
-        mysql_stmt_close(st);
-        *rc = rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
-        return NULL;
-    }
-    if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql))) {
-        *rc = capture_stmt(c, what, st);
-        mysql_stmt_close(st);
-        free(sql);
-        return NULL;
-    }
-    free(sql);
-    victim->tmpl = tmpl;
-    victim->variant = variant;
-    victim->stmt = st;
-    victim->last_use = ++c->stmt_clock;
-    return st;
-}
-
-static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
-{
-    for (int i = 0; i < ROWLOCK__STMT_CACHE; i++) {
-        if (c->stmts[i].stmt == st) {
-            mysql_stmt_close(st);
-            memset(&c->stmts[i], 0, sizeof c->stmts[i]);
-            return;
-        }
-    }
-}
-
-#define MAX_BIND 16
-
 /* ---- the connection's mutex ---------------------------------------------- */
 
 void rowlock__db_mutex_init(rowlock_client *c)
@@ -840,7 +535,7 @@ void rowlock__db_mutex_destroy(rowlock_client *c)
     pthread_mutex_destroy(&c->conn_mu);
 }
 
-static void conn_enter(rowlock_client *c)
+void rowlock__db_enter(rowlock_client *c)
 {
     if (c->conn_mu_pid != (long)getpid()) {
         /* A fork child's copy: the keeper thread that may have held it was
@@ -851,201 +546,24 @@ static void conn_enter(rowlock_client *c)
     pthread_mutex_lock(&c->conn_mu);
 }
 
-static void conn_leave(rowlock_client *c)
+void rowlock__db_leave(rowlock_client *c)
 {
     c->last_io_us = rowlock__now_us();
     pthread_mutex_unlock(&c->conn_mu);
 }
 
-static int exec_locked(rowlock_client *c, const char *what, const char *tmpl, long variant,
-                       const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
-                       int (*row_fn)(void *arg), void *arg, rowlock__res *res);
-
-int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
-                     const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
-                     int (*row_fn)(void *arg), void *arg, rowlock__res *res)
+void rowlock__db_cut(rowlock_client *c)
 {
-    conn_enter(c);
-    int rc = exec_locked(c, what, tmpl, variant, params, nparams, cols, ncols, row_fn, arg, res);
-    conn_leave(c);
-    return rc;
-}
-
-static int exec_locked(rowlock_client *c, const char *what, const char *tmpl, long variant,
-                       const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
-                       int (*row_fn)(void *arg), void *arg, rowlock__res *res)
-{
-    int rc = ensure_connected(c, what);
-    if (rc)
-        return rc;
-    if (nparams > MAX_BIND || ncols > MAX_BIND)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: internal error: too many columns", what);
-    MYSQL_STMT *st = get_stmt(c, what, tmpl, variant, &rc);
-    if (!st)
-        return rc;
-    if (mysql_stmt_param_count(st) != nparams)
-        return rowlock__fail(c, ROWLOCK_EDB, "%s: internal error: the statement takes %lu parameters, %u given", what,
-                             (unsigned long)mysql_stmt_param_count(st), nparams);
-
-    MYSQL_BIND pb[MAX_BIND], cb[MAX_BIND];
-    unsigned long plen[MAX_BIND];
-    my_bool pnull[MAX_BIND];
-    memset(pb, 0, sizeof pb);
-    for (unsigned i = 0; i < nparams; i++) {
-        const rowlock__param *p = &params[i];
-        pnull[i] = p->type == ROWLOCK__T_STR && p->s == NULL; /* a string NULL is SQL NULL */
-        pb[i].is_null = &pnull[i];
-        switch (p->type) {
-        case ROWLOCK__T_STR:
-            pb[i].buffer_type = MYSQL_TYPE_STRING;
-            pb[i].buffer = (void *)p->s;
-            plen[i] = p->len;
-            pb[i].buffer_length = p->len;
-            pb[i].length = &plen[i];
-            break;
-        case ROWLOCK__T_U64:
-            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            pb[i].buffer = (void *)&p->u;
-            pb[i].is_unsigned = 1;
-            break;
-        case ROWLOCK__T_I64:
-            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            pb[i].buffer = (void *)&p->i;
-            break;
-        default:
-            pb[i].buffer_type = MYSQL_TYPE_DOUBLE;
-            pb[i].buffer = (void *)&p->d;
-            break;
-        }
+    if (c->mysql) {
+        my_socket fd = mysql_get_socket(MYSQLP(c));
+        if (fd >= 0)
+            shutdown(fd, SHUT_RDWR);
     }
-    if (nparams && mysql_stmt_bind_param(st, pb))
-        return capture_stmt(c, what, st);
-
-    int drop_after = 0;
-    if ((rc = fault_before(c, what, tmpl, &drop_after)) != 0 || mysql_stmt_execute(st) ||
-        (drop_after && (rc = fault_after(c, what)) != 0)) {
-        if (rc == 0)
-            rc = capture_stmt(c, what, st);
-        if (!c->connected || rc == ROWLOCK_ESCHEMA)
-            forget_stmt(c, st); /* prepared again after a reconnect / migrate */
-        return rc;
-    }
-
-    if (res) {
-        res->affected = (uint64_t)mysql_stmt_affected_rows(st);
-        res->insert_id = (uint64_t)mysql_stmt_insert_id(st);
-        res->rows = 0;
-    }
-    if (mysql_stmt_field_count(st) == 0)
-        return 0;
-
-    memset(cb, 0, sizeof cb);
-    my_bool cnull[MAX_BIND], cerr[MAX_BIND];
-    for (unsigned i = 0; i < ncols; i++) {
-        rowlock__col *col = &cols[i];
-        cb[i].is_null = &cnull[i];
-        cb[i].error = &cerr[i];
-        cb[i].length = &col->len;
-        switch (col->type) {
-        case ROWLOCK__T_STR:
-            cb[i].buffer_type = MYSQL_TYPE_STRING;
-            cb[i].buffer = col->buf;
-            cb[i].buffer_length = col->cap ? col->cap - 1 : 0;
-            break;
-        case ROWLOCK__T_U64:
-            cb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            cb[i].buffer = &col->u;
-            cb[i].is_unsigned = 1;
-            break;
-        default:
-            cb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            cb[i].buffer = &col->i;
-            break;
-        }
-    }
-    if (ncols && mysql_stmt_bind_result(st, cb)) {
-        rc = capture_stmt(c, what, st);
-        mysql_stmt_free_result(st);
-        return rc;
-    }
-    uint64_t nrows = 0;
-    int stop = 0;
-    for (;;) {
-        int f = mysql_stmt_fetch(st);
-        if (f == MYSQL_NO_DATA)
-            break;
-        if (f == 1) {
-            rc = capture_stmt(c, what, st);
-            mysql_stmt_free_result(st);
-            forget_stmt(c, st); /* its result ended in an error: prepare it afresh */
-            return rc;
-        }
-        if (stop || (nrows > 0 && row_fn == NULL))
-            continue; /* drain: keep the first row / stop after fn asked */
-        for (unsigned i = 0; i < ncols; i++) {
-            cols[i].is_null = (char)cnull[i];
-            cols[i].truncated = (char)(f == MYSQL_DATA_TRUNCATED && cerr[i]);
-            if (cols[i].type == ROWLOCK__T_STR && cols[i].cap) {
-                unsigned long n = cnull[i] ? 0 : cols[i].len;
-                if (n > cols[i].cap - 1)
-                    n = cols[i].cap - 1;
-                cols[i].buf[n] = '\0';
-            }
-        }
-        nrows++;
-        if (row_fn) {
-            int r = row_fn(arg);
-            if (r) {
-                rc = r;
-                stop = 1;
-            }
-        }
-    }
-    mysql_stmt_free_result(st);
-    if (res)
-        res->rows = nrows;
-    return rc;
-}
-
-static int simple_locked(rowlock_client *c, const char *what, const char *sql);
-
-int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql)
-{
-    conn_enter(c);
-    int rc = simple_locked(c, what, sql);
-    conn_leave(c);
-    return rc;
-}
-
-static int simple_locked(rowlock_client *c, const char *what, const char *sql)
-{
-    int rc = ensure_connected(c, what);
-    if (rc)
-        return rc;
-    char *text = expand(c, sql, 0);
-    if (!text)
-        return rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
-    int drop_after = 0;
-    if ((rc = fault_before(c, what, text, &drop_after)) != 0) {
-        free(text);
-        return rc;
-    }
-    int failed = mysql_real_query(MYSQLP(c), text, (unsigned long)strlen(text)) != 0;
-    free(text);
-    if (failed)
-        return capture_mysql(c, what);
-    if (drop_after)
-        return fault_after(c, what);
-    /* Discard any result (e.g. DO/SET produce none; SELECT would). */
-    MYSQL_RES *r = mysql_store_result(MYSQLP(c));
-    if (r)
-        mysql_free_result(r);
-    return 0;
 }
 
 int rowlock__db_in_transaction(rowlock_client *c)
 {
-    conn_enter(c);
+    rowlock__db_enter(c);
     int in = in_trans_locked(c);
     pthread_mutex_unlock(&c->conn_mu); /* (no statement: last_io_us stays) */
     return in;
@@ -1060,7 +578,7 @@ static int ping_failed(MYSQL *m, char *msg, size_t cap)
     return rowlock__db_classify(mysql_errno(m)) == ROWLOCK__DB_CONN ? ROWLOCK_ENOTOWNER : ROWLOCK_EDB;
 }
 
-/* Keeper thread: see rowlock_int.h. */
+/* Keeper thread: see db.h. */
 int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_t deadline_us, int64_t *sent_us,
                              char *msg, size_t cap)
 {
@@ -1108,7 +626,7 @@ int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_
         c->connected = 0;
         c->conn_lost_us = rowlock__now_us();
     }
-    conn_leave(c);
+    rowlock__db_leave(c);
     return rc;
 }
 

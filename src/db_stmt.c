@@ -1,0 +1,338 @@
+/*
+ * Statements: SQL templates ({{table}}, {{wait}}, {{waits}}), the
+ * per-client cache of prepared statements, parameter binding and result
+ * fetch, the text-protocol path for fixed SQL, and reading a statement's
+ * error (recorded by db_connect.c's rowlock__db_capture). Everything
+ * that reaches the server goes through rowlock__db_run() (prepared
+ * statements, cached per client) or rowlock__db_simple() (fixed SQL without
+ * user data), so these are the one seam for tests, tracing and fault
+ * injection (fault.c).
+ *
+ * Errors: every failure is captured into the client (errno, SQLSTATE, one
+ * line) and translated by rowlock__db_classify() (error.c): busy → EBUSY,
+ * missing table/sequence → ESCHEMA, anything else → EDB.
+ */
+#include "rowlock_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+
+#define MYSQLP(c) ((MYSQL *)(c)->mysql)
+
+/* A statement's error; libmariadb keeps an error that arrives while a result
+ * is fetched (e.g. Galera aborting a reader: 1213) on the connection, not on
+ * the statement, so that one is read when the statement has none. */
+static int capture_stmt(rowlock_client *c, const char *what, MYSQL_STMT *st)
+{
+    if (mysql_stmt_errno(st) == 0 && mysql_errno(MYSQLP(c)) != 0)
+        return rowlock__db_capture_conn(c, what);
+    if (mysql_stmt_errno(st) == 0)
+        return rowlock__db_capture(c, what, CR_UNKNOWN_ERROR, "HY000", "unknown client error (no error number reported)");
+    return rowlock__db_capture(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st), mysql_stmt_error(st));
+}
+
+/* Expand {{table}} and {{wait}} (variant ms as seconds "S.mmm"). */
+static char *expand(rowlock_client *c, const char *tmpl, long variant)
+{
+    size_t cap = strlen(tmpl) + 8 * (strlen(c->table) + 24) + 1;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (const char *p = tmpl; *p;) {
+        if (strncmp(p, "{{table}}", 9) == 0) {
+            o += (size_t)snprintf(out + o, cap - o, "%s", c->table);
+            p += 9;
+        } else if (strncmp(p, "{{wait}}", 8) == 0) {
+            o += (size_t)snprintf(out + o, cap - o, "%ld.%03ld", variant / 1000, variant % 1000);
+            p += 8;
+        } else if (strncmp(p, "{{waits}}", 9) == 0) {
+            o += (size_t)snprintf(out + o, cap - o, "%ld", variant / 1000 + (variant % 1000 != 0));
+            p += 9;
+        } else {
+            if (o + 1 >= cap)
+                break;
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static MYSQL_STMT *get_stmt(rowlock_client *c, const char *what, const char *tmpl, long variant, int *rc)
+{
+    rowlock__stmt_slot *victim = &c->stmts[0];
+    for (int i = 0; i < ROWLOCK__STMT_CACHE; i++) {
+        rowlock__stmt_slot *s = &c->stmts[i];
+        if (s->stmt && s->tmpl == tmpl && s->variant == variant) {
+            s->last_use = ++c->stmt_clock;
+            return (MYSQL_STMT *)s->stmt;
+        }
+        if (!s->stmt || (victim->stmt && s->last_use < victim->last_use))
+            victim = s;
+    }
+    if (victim->stmt)
+        mysql_stmt_close((MYSQL_STMT *)victim->stmt);
+    memset(victim, 0, sizeof *victim);
+
+    MYSQL_STMT *st = mysql_stmt_init(MYSQLP(c));
+    if (!st) {
+        *rc = rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
+        return NULL;
+    }
+    char *sql = expand(c, tmpl, variant);
+    if (!sql) {
+        mysql_stmt_close(st);
+        *rc = rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
+        return NULL;
+    }
+    if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql))) {
+        *rc = capture_stmt(c, what, st);
+        mysql_stmt_close(st);
+        free(sql);
+        return NULL;
+    }
+    free(sql);
+    victim->tmpl = tmpl;
+    victim->variant = variant;
+    victim->stmt = st;
+    victim->last_use = ++c->stmt_clock;
+    return st;
+}
+
+static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
+{
+    for (int i = 0; i < ROWLOCK__STMT_CACHE; i++) {
+        if (c->stmts[i].stmt == st) {
+            mysql_stmt_close(st);
+            memset(&c->stmts[i], 0, sizeof c->stmts[i]);
+            return;
+        }
+    }
+}
+
+#define MAX_BIND 16
+
+static int exec_locked(rowlock_client *c, const rowlock__stmt *s);
+
+int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s)
+{
+    rowlock__db_enter(c);
+    int rc = exec_locked(c, s);
+    rowlock__db_leave(c);
+    return rc;
+}
+
+int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
+                     const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
+                     int (*row_fn)(void *arg), void *arg, rowlock__res *res)
+{
+    return rowlock__db_run(c, RL_STMT(.what = what, .tmpl = tmpl, .variant = variant, .params = params,
+                                      .nparams = nparams, .cols = cols, .ncols = ncols, .row_fn = row_fn,
+                                      .arg = arg, .res = res));
+}
+
+int rowlock__db_run_quiet(rowlock_client *c, const rowlock__stmt *s)
+{
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    int rc = rowlock__db_run(c, s);
+    rowlock__error_restore(c, &keep);
+    return rc;
+}
+
+int rowlock__db_simple_quiet(rowlock_client *c, const char *what, const char *sql)
+{
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    int rc = rowlock__db_simple(c, what, sql);
+    rowlock__error_restore(c, &keep);
+    return rc;
+}
+
+void rowlock__db_rollback(rowlock_client *c, const char *what, const char *sql)
+{
+    (void)rowlock__db_simple_quiet(c, what, sql);
+}
+
+static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
+{
+    const char *what = s->what, *tmpl = s->tmpl;
+    long variant = s->variant;
+    const rowlock__param *params = s->params;
+    unsigned nparams = s->nparams, ncols = s->ncols;
+    rowlock__col *cols = s->cols;
+    int (*row_fn)(void *arg) = s->row_fn;
+    void *arg = s->arg;
+    rowlock__res *res = s->res;
+    int rc = rowlock__db_ensure(c, what);
+    if (rc)
+        return rc;
+    if (nparams > MAX_BIND || ncols > MAX_BIND)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: internal error: too many columns", what);
+    MYSQL_STMT *st = get_stmt(c, what, tmpl, variant, &rc);
+    if (!st)
+        return rc;
+    if (mysql_stmt_param_count(st) != nparams)
+        return rowlock__fail(c, ROWLOCK_EDB, "%s: internal error: the statement takes %lu parameters, %u given", what,
+                             (unsigned long)mysql_stmt_param_count(st), nparams);
+
+    MYSQL_BIND pb[MAX_BIND], cb[MAX_BIND];
+    unsigned long plen[MAX_BIND];
+    my_bool pnull[MAX_BIND];
+    memset(pb, 0, sizeof pb);
+    for (unsigned i = 0; i < nparams; i++) {
+        const rowlock__param *p = &params[i];
+        pnull[i] = p->type == ROWLOCK__T_STR && p->s == NULL; /* a string NULL is SQL NULL */
+        pb[i].is_null = &pnull[i];
+        switch (p->type) {
+        case ROWLOCK__T_STR:
+            pb[i].buffer_type = MYSQL_TYPE_STRING;
+            pb[i].buffer = (void *)p->s;
+            plen[i] = p->len;
+            pb[i].buffer_length = p->len;
+            pb[i].length = &plen[i];
+            break;
+        case ROWLOCK__T_U64:
+            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            pb[i].buffer = (void *)&p->u;
+            pb[i].is_unsigned = 1;
+            break;
+        case ROWLOCK__T_I64:
+            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            pb[i].buffer = (void *)&p->i;
+            break;
+        default:
+            pb[i].buffer_type = MYSQL_TYPE_DOUBLE;
+            pb[i].buffer = (void *)&p->d;
+            break;
+        }
+    }
+    if (nparams && mysql_stmt_bind_param(st, pb))
+        return capture_stmt(c, what, st);
+
+    int drop_after = 0;
+    if ((rc = rowlock__fault_before(c, what, tmpl, &drop_after)) != 0 || mysql_stmt_execute(st) ||
+        (drop_after && (rc = rowlock__fault_after(c, what)) != 0)) {
+        if (rc == 0)
+            rc = capture_stmt(c, what, st);
+        if (!c->connected || rc == ROWLOCK_ESCHEMA)
+            forget_stmt(c, st); /* prepared again after a reconnect / migrate */
+        return rc;
+    }
+
+    if (res) {
+        res->affected = (uint64_t)mysql_stmt_affected_rows(st);
+        res->insert_id = (uint64_t)mysql_stmt_insert_id(st);
+        res->rows = 0;
+    }
+    if (mysql_stmt_field_count(st) == 0)
+        return 0;
+
+    memset(cb, 0, sizeof cb);
+    my_bool cnull[MAX_BIND], cerr[MAX_BIND];
+    for (unsigned i = 0; i < ncols; i++) {
+        rowlock__col *col = &cols[i];
+        cb[i].is_null = &cnull[i];
+        cb[i].error = &cerr[i];
+        cb[i].length = &col->len;
+        switch (col->type) {
+        case ROWLOCK__T_STR:
+            cb[i].buffer_type = MYSQL_TYPE_STRING;
+            cb[i].buffer = col->buf;
+            cb[i].buffer_length = col->cap ? col->cap - 1 : 0;
+            break;
+        case ROWLOCK__T_U64:
+            cb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            cb[i].buffer = &col->u;
+            cb[i].is_unsigned = 1;
+            break;
+        default:
+            cb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            cb[i].buffer = &col->i;
+            break;
+        }
+    }
+    if (ncols && mysql_stmt_bind_result(st, cb)) {
+        rc = capture_stmt(c, what, st);
+        mysql_stmt_free_result(st);
+        return rc;
+    }
+    uint64_t nrows = 0;
+    int stop = 0;
+    for (;;) {
+        int f = mysql_stmt_fetch(st);
+        if (f == MYSQL_NO_DATA)
+            break;
+        if (f == 1) {
+            rc = capture_stmt(c, what, st);
+            mysql_stmt_free_result(st);
+            forget_stmt(c, st); /* its result ended in an error: prepare it afresh */
+            return rc;
+        }
+        if (stop || (nrows > 0 && row_fn == NULL))
+            continue; /* drain: keep the first row / stop after fn asked */
+        for (unsigned i = 0; i < ncols; i++) {
+            cols[i].is_null = (char)cnull[i];
+            cols[i].truncated = (char)(f == MYSQL_DATA_TRUNCATED && cerr[i]);
+            if (cols[i].type == ROWLOCK__T_STR && cols[i].cap) {
+                unsigned long n = cnull[i] ? 0 : cols[i].len;
+                if (n > cols[i].cap - 1)
+                    n = cols[i].cap - 1;
+                cols[i].buf[n] = '\0';
+            }
+        }
+        nrows++;
+        if (row_fn) {
+            int r = row_fn(arg);
+            if (r) {
+                rc = r;
+                stop = 1;
+            }
+        }
+    }
+    mysql_stmt_free_result(st);
+    if (res)
+        res->rows = nrows;
+    return rc;
+}
+
+static int simple_locked(rowlock_client *c, const char *what, const char *sql);
+
+int rowlock__db_simple(rowlock_client *c, const char *what, const char *sql)
+{
+    rowlock__db_enter(c);
+    int rc = simple_locked(c, what, sql);
+    rowlock__db_leave(c);
+    return rc;
+}
+
+static int simple_locked(rowlock_client *c, const char *what, const char *sql)
+{
+    int rc = rowlock__db_ensure(c, what);
+    if (rc)
+        return rc;
+    char *text = expand(c, sql, 0);
+    if (!text)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
+    int drop_after = 0;
+    if ((rc = rowlock__fault_before(c, what, text, &drop_after)) != 0) {
+        free(text);
+        return rc;
+    }
+    int failed = mysql_real_query(MYSQLP(c), text, (unsigned long)strlen(text)) != 0;
+    free(text);
+    if (failed)
+        return rowlock__db_capture_conn(c, what);
+    if (drop_after)
+        return rowlock__fault_after(c, what);
+    /* Discard any result (e.g. DO/SET produce none; SELECT would). */
+    MYSQL_RES *r = mysql_store_result(MYSQLP(c));
+    if (r)
+        mysql_free_result(r);
+    return 0;
+}
