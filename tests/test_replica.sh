@@ -27,8 +27,12 @@ RP=$ROWLOCK_REPLICA
 D=$ROWLOCK_REPLICA_DIR
 T=replica_locks
 W=$(mktemp -d "${TMPDIR:-/tmp}/rowlock-replica.XXXXXXXX") || exit 1
+# Holders still running get SIGTERM first: `rowlock run` then stops its
+# COMMAND (a SIGKILLed run would leave it to its watchdog, up to a lease).
 cleanup() {
-    local p
+    local p k
+    for p in $(jobs -pr); do kill -TERM "$p" 2>/dev/null; done
+    for ((k = 0; k < 50 && $(jobs -pr | wc -l) > 0; k++)); do sleep 0.1; done
     for p in $(jobs -pr); do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
     rm -rf -- "$W"
@@ -72,12 +76,12 @@ wait_for() {
     done
     return 1
 }
-# A name held on the primary by a background `rowlock run` (short lease: once
-# the primary is gone, it loses the lock and exits 75 within the lease).
-# Sets HOLD_PID.
+# A name held on the primary by a background `rowlock run` for LEASE seconds
+# (once the primary is gone, it loses the lock and exits 75 within the
+# lease). Sets HOLD_PID.
 declare -A HOLDER=()
-hold() { # NAME OUTFILE
-    "$RL" --defaults-file="$PRI" --table=$T run -n -l 4 "$1" sleep 120 >"$2" 2>&1 &
+hold() { # NAME LEASE OUTFILE
+    "$RL" --defaults-file="$PRI" --table=$T run -n -l "$2" "$1" sleep 120 >"$3" 2>&1 &
     HOLD_PID=$!
 }
 # ended PID: our child PID has exited (gone, or a zombie not yet waited for)
@@ -127,7 +131,9 @@ out=$("$RL" --defaults-file="$BOTH" --table=$T run -n via-list echo ran 2>&1)
     fail "run with the host list primary,replica runs COMMAND (on the primary)" "$out"
 
 # ---- a grant on the primary replicates ------------------------------------------
-hold A "$W/A.out"
+# A long lease: A's row must still be held on the promoted server, seconds
+# after its last renewal that replicated.
+hold A 60 "$W/A.out"
 HOLDER[A]=$HOLD_PID
 wait_for 10 status_on "$PRI" A
 check "lock A granted on the primary" 0 $? "$(cat "$W/A.out")"
@@ -140,7 +146,7 @@ tr=$("$RL" --defaults-file="$REP" --table=$T status --json A 2>/dev/null | sed -
 # ---- the replica misses a later grant ---------------------------------------------
 out=$("$RP" replica-pause-sql "$D" 2>&1)
 check "replica-pause-sql" 0 $? "$out"
-hold C "$W/C.out"
+hold C 4 "$W/C.out"
 HOLDER[C]=$HOLD_PID
 wait_for 10 status_on "$PRI" C
 check "lock C granted on the primary" 0 $? "$(cat "$W/C.out")"
@@ -195,14 +201,12 @@ out=$("$RP" status "$D" 2>&1)
 [[ $? == 0 && $out == *"primary running "*" role old-primary read_only ON "* ]] &&
     pass "status: the old primary is back, read-only" || fail "status: the old primary is back, read-only" "$out"
 
-# The old holders lost their server; how they ended is issue 29 item 1's to
-# judge (for information only).
-for n in A C; do
-    if wait_for 15 ended "${HOLDER[$n]}"; then
-        wait "${HOLDER[$n]}"
-        printf '# old holder %s on the killed primary: exit %s\n' "$n" "$?"
-    else
-        printf '# old holder %s on the killed primary: still running 15 s after the promotion\n' "$n"
-    fi
-done
+# The old holder of C lost its server; how it ended is issue 29 item 1's to
+# judge (for information only). A's (60 s lease) is left to the cleanup.
+if wait_for 15 ended "${HOLDER[C]}"; then
+    wait "${HOLDER[C]}"
+    printf '# old holder of C on the killed primary: exit %s\n' "$?"
+else
+    printf '# old holder of C on the killed primary: still running 15 s after the promotion\n'
+fi
 finish
