@@ -300,11 +300,13 @@ static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQ
 
 /* With several hosts, a Galera node that is not ready (left the primary
  * component, still joining) accepts connections but refuses every query
- * (1047): skip it. 1 ready (or not a Galera node), 0 not ready. */
+ * (1047): skip it. 1 ready (or not a Galera node), 0 not ready. A server
+ * built with Galera support but not in a cluster (Debian's, MariaDB's own
+ * packages) reports WSREP_READY=OFF too: only wsrep_on says it is a node. */
 static int node_ready(MYSQL *m)
 {
-    static const char q[] = "SELECT IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-                            "WHERE VARIABLE_NAME = 'WSREP_READY'), 'ON')";
+    static const char q[] = "SELECT IF(@@global.wsrep_on, IFNULL((SELECT VARIABLE_VALUE "
+                            "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY'), 'ON'), 'ON')";
     if (mysql_real_query(m, q, (unsigned long)strlen(q)))
         return 0;
     MYSQL_RES *r = mysql_store_result(m);
