@@ -108,7 +108,7 @@ bash -c 'eval "$(rowlock lock -w 10 ci-package-lock)" && rowlock status ci-packa
 rowlock list
 rowlock status ci-package || [[ $? -eq 1 ]]                 # free again: exit 1
 rowlock-reaper --grace 0 --json
-tests/consumer/check /usr                                    # -dev: pkg-config and find_package
+tests/pkg/consumer/check /usr                                    # -dev: pkg-config and find_package
 
 # ---- man pages, completion, units ----------------------------------------------
 for page in "1 rowlock" "8 rowlock-reaper" "3 librowlock"; do

@@ -95,7 +95,7 @@
  *   3. Give it a public id in include/rowlock.h (enum rowlock_strategy; the
  *      id is also the row's `strategy` column, so ids are never reused).
  *   4. Add the file to ROWLOCK_SOURCES in CMakeLists.txt, and its name to
- *      the behaviour suite's strategy list in tests/CMakeLists.txt.
+ *      the behaviour suite's strategy list in tests/db/db.cmake.
  */
 #define ROWLOCK__STRATEGY_OPS_VERSION 2
 enum {

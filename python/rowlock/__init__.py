@@ -82,7 +82,7 @@ _i64 = ctypes.c_int64
 _u64 = ctypes.c_uint64
 
 # Mirrors of include/rowlock.h. Enums are C ints. Sizes and offsets are
-# checked by tests/test_python.py against the x86-64/aarch64 (LP64) ABI.
+# checked by tests/db/test_python.py against the x86-64/aarch64 (LP64) ABI.
 _NAME_MAX = 255
 _OWNER_MAX = 190
 

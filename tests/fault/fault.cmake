@@ -21,7 +21,7 @@ if(NOT ROWLOCK_PYTHON3 OR NOT TARGET tool_rowlock)
   return()
 endif()
 
-set(_fault_dir ${CMAKE_CURRENT_SOURCE_DIR}/fault)
+set(_fault_dir ${CMAKE_CURRENT_LIST_DIR})
 add_executable(fault_worker ${_fault_dir}/fault_worker.c)
 target_link_libraries(fault_worker PRIVATE rowlock)
 target_compile_definitions(fault_worker PRIVATE _GNU_SOURCE)

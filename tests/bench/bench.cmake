@@ -1,0 +1,29 @@
+# rowlock-bench smoke test: every scenario, every strategy, about half a second
+# per measurement and small tables (--quick), against the shared test server.
+# It checks the bench's own correctness checks (mutual exclusion, no lost
+# updates, strictly increasing tokens, complete purge): exit 0 only if all
+# held. The performance targets it prints are informational.
+#
+# tests/bench. Included by tests/CMakeLists.txt, which defines the `sandbox` fixture,
+# ROWLOCK_TEST_DEFAULTS_FILE (the sandbox's my.cnf, or an external server's)
+# and rowlock_db_test().
+#
+# RUN_SERIAL: 32-client runs on a 2-core box would disturb timing-sensitive
+# tests running beside it, and the round-trip counts read the server's global
+# Questions counter, which other tests' traffic would inflate.
+if(TARGET tool_rowlock_bench)
+  add_test(NAME bench_smoke
+           COMMAND tool_rowlock_bench --quick --json
+                   --defaults-file=${ROWLOCK_TEST_DEFAULTS_FILE} --table=t_bench_smoke)
+  rowlock_db_test(bench_smoke TIMEOUT 600 LABELS bench)
+  set_tests_properties(bench_smoke PROPERTIES RUN_SERIAL TRUE)
+
+  # Option parsing, no server: --reaper-pause takes 'auto' or milliseconds.
+  add_test(NAME bench_usage_reaper_pause_bad COMMAND tool_rowlock_bench --reaper-pause fast)
+  set_tests_properties(bench_usage_reaper_pause_bad PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "--reaper-pause: 'fast' is not 'auto' or a number of ms in 0-60000")
+  add_test(NAME bench_usage_reaper_pause_auto COMMAND tool_rowlock_bench --reaper-pause auto --reaper-pause 250 --help)
+  set_tests_properties(bench_usage_reaper_pause_auto PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "--reaper-pause MS +pause between reaper DELETEs"
+                       FAIL_REGULAR_EXPRESSION "is not 'auto'")
+endif()

@@ -1,0 +1,857 @@
+/*
+ * Injected errors, through the test-only seam of src/db.c
+ * (ROWLOCK_FAULT_INJECTION, src/rowlock_int.h): named
+ * statements made to fail with a chosen MySQL error, stall, or lose their
+ * connection after they ran. For every retry and error path of acquire,
+ * release, renew, reap and migrate each test checks the exact return code,
+ * reads the row afterwards (nothing half-written), and makes the next call
+ * on the same client, which must work.
+ *
+ *     test_inject         all tests, against the shared test server
+ *     test_inject env     only the ROWLOCK_FAULTS check (ctest sets the
+ *                         variable: claim:0:1205)
+ */
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "rowlock_int.h"
+
+#define TABLE "t_fault"
+
+static rowlock_client *C(void)
+{
+    return tu_client(TABLE);
+}
+
+static void arm(rowlock_client *c, const char *tag, unsigned nth, rowlock__fault_kind kind, unsigned value)
+{
+    assert_int_equal(rowlock__fault_set(c, tag, nth, kind, value), 0);
+}
+
+static void arm_error(rowlock_client *c, const char *tag, unsigned nth, unsigned err)
+{
+    arm(c, tag, nth, ROWLOCK__FAULT_ERROR, err);
+}
+
+/* The row of `name`: count (-1: no row), and whether an owner holds it now. */
+static long long row_count(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT count FROM `" TABLE "` WHERE name = '%s'", name);
+    return ok ? n : -1;
+}
+
+static int row_held(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok,
+                             "SELECT owner IS NOT NULL AND expires_at > UTC_TIMESTAMP(6) FROM `" TABLE
+                             "` WHERE name = '%s'",
+                             name);
+    return ok && n == 1;
+}
+
+static long long row_expires_in_ms(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok,
+                             "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) DIV 1000 FROM `" TABLE
+                             "` WHERE name = '%s'",
+                             name);
+    return ok ? n : -1;
+}
+
+static int teardown_faults(void **state)
+{
+    rowlock__fault_clear(NULL);
+    unsetenv("ROWLOCK_LEASE_RULE");
+    return tu_teardown(state);
+}
+
+#define FT(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, teardown_faults)
+
+/* ---- the seam itself ------------------------------------------------------------- */
+
+static void test_seam__a_statement_with_the_wrong_parameter_count_is_an_internal_error(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    static const char SQL[] = "/* rowlock:test */ SELECT ? + ?";
+    rowlock__param p = RL_I64(1);
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    assert_rc(rowlock__db_exec(c, "test", SQL, 0, &p, 1, &col, 1, NULL, NULL, NULL), ROWLOCK_EDB, c);
+    assert_msg_has(c, "internal error");
+    assert_msg_has(c, "takes 2 parameters, 1 given");
+    rowlock__param p2[2] = { RL_I64(1), RL_I64(2) };
+    assert_rc(rowlock__db_exec(c, "test", SQL, 0, p2, 2, &col, 1, NULL, NULL, NULL), 0, c);
+    assert_int_equal(col.i, 3);
+}
+
+/* A typo of a tag ("clam" for "claim") must not arm a rule that never
+ * fires: the seam knows every tag a statement carries (generated from
+ * the sources in src/) and refuses the others. */
+static void test_seam__a_tag_no_statement_carries_is_refused(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    assert_int_equal(rowlock__fault_set(c, "clam", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock__fault_set(NULL, "", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_int_equal(rowlock__fault_set(c, "rowlock:claim", 1, ROWLOCK__FAULT_ERROR, 1205), ROWLOCK_EINVALID);
+    assert_false(rowlock__fault_tag_known("clam"));
+    /* Tags of every family are known: exclusive, holders, cluster, admin. */
+    const char *known[] = { "claim", "reenter", "hold-draw", "hold-wait", "cl-claim", "cl-reap-one",
+                            "fu-lock-wait", "migrate", "migrate-traits", "schema-version", "reap-delete" };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!rowlock__fault_tag_known(known[i]))
+            fail_msg("tag '%s' is not known to the seam", known[i]);
+    assert_int_equal(rowlock__fault_set(c, "claim", 1, ROWLOCK__FAULT_ERROR, 1205), 0);
+    rowlock__fault_clear(c);
+}
+
+static void test_seam__rules_count_executions_per_client_and_tag(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = tu_lock(a, "seam", ROWLOCK_STRATEGY_INSERT), *lb = tu_lock(b, "seam-b", ROWLOCK_STRATEGY_INSERT);
+    arm_error(a, "claim", 2, 1235);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b); /* b's claim: not a's rule */
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a); /* a's 1st claim */
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_acquire(la, 0, 0), ROWLOCK_EDB, a); /* a's 2nd claim */
+    assert_int_equal(rowlock_client_db_errno(a), 1235);
+    assert_string_equal(rowlock_client_sqlstate(a), "42000");
+    assert_int_equal(rowlock__fault_fired(a, "claim"), 1);
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a); /* the 3rd runs */
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
+/* ---- acquire (lease strategies) ---------------------------------------------------- */
+
+static void test_acquire__a_busy_claim_every_time_is_ebusy_and_writes_nothing(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-busy", ROWLOCK_STRATEGY_INSERT);
+    arm_error(c, "claim", 0, 1205);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EBUSY, c);
+    assert_true(rowlock__fault_fired(c, "claim") >= 1);
+    assert_int_equal(row_count("acq-busy"), -1);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    rowlock__fault_clear(c);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_true(row_held("acq-busy"));
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_acquire__one_deadlock_on_a_free_row_is_retried_ungated(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-deadlock", ROWLOCK_STRATEGY_INSERT);
+    arm_error(c, "claim", 1, 1213);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "claim"), 1);
+    assert_int_equal(row_count("acq-deadlock"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("acq-deadlock"));
+}
+
+static void test_acquire__a_lost_connection_is_edb_and_the_next_call_reconnects(void **state)
+{
+    (void)state;
+    const unsigned errs[] = { 2013, 2006 };
+    for (size_t i = 0; i < 2; i++) {
+        rowlock_client *c = C();
+        char name[32];
+        snprintf(name, sizeof name, "acq-conn-%u", errs[i]);
+        rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+        arm_error(c, "claim", 1, errs[i]);
+        assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+        assert_int_equal(rowlock_client_db_errno(c), errs[i]);
+        assert_int_equal(row_count(name), -1);
+        assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+        assert_true(row_held(name));
+        assert_rc(rowlock_release(l), 0, c);
+        assert_false(row_held(name));
+    }
+}
+
+static void test_acquire__a_missing_table_is_eschema_and_other_errors_edb(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-schema", ROWLOCK_STRATEGY_INSERT);
+    arm_error(c, "claim", 1, 1146);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_ESCHEMA, c);
+    assert_msg_has(c, "rowlock migrate");
+    arm_error(c, "claim", 1, 1235);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+    assert_int_equal(row_count("acq-schema"), -1);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_acquire__optimistic_create_and_read_errors(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-opt", ROWLOCK_STRATEGY_OPTIMISTIC);
+    arm_error(c, "create", 0, 1205);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EBUSY, c);
+    assert_int_equal(row_count("acq-opt"), -1);
+    rowlock__fault_clear(c);
+    arm_error(c, "row-read-shared", 1, 2013);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+    assert_int_equal(row_count("acq-opt"), -1);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+    /* The one-statement claim with the known version fails: the read and a
+     * second claim follow. */
+    arm_error(c, "claim-cas", 1, 1213);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "claim-cas"), 1);
+    assert_int_equal(row_count("acq-opt"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_acquire__a_wait_survives_failing_hint_and_queue_statements(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = tu_lock(a, "acq-hint", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lb = tu_lock(b, "acq-hint", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lb, 0, 1200), 0, b); /* ends by its lease */
+    arm_error(a, "hint-wait", 0, 1235);
+    arm_error(a, "queue-join", 0, 1235);
+    arm_error(a, "head-wait", 0, 1235);
+    assert_rc(rowlock_acquire(la, 10000, 0), 0, a); /* polls the row, takes it over */
+    assert_true(rowlock__fault_fired(a, "queue-join") >= 1);
+    assert_true(rowlock__fault_fired(a, "hint-wait") >= 1);
+    assert_int_equal(row_count("acq-hint"), 1);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_rc(rowlock_release(lb), ROWLOCK_ENOTOWNER, b);
+}
+
+static void test_acquire__a_stalled_claim_still_grants(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-stall", ROWLOCK_STRATEGY_INSERT);
+    arm(c, "claim", 1, ROWLOCK__FAULT_STALL, 200);
+    double ms;
+    int rc;
+    TU_TIMED(ms, rc = rowlock_acquire(l, 0, 0));
+    assert_rc(rc, 0, c);
+    assert_true(ms >= 190);
+    assert_int_equal(rowlock__fault_fired(c, "claim"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+/*
+ * The claim ran and committed, but its reply was lost with the connection:
+ * the caller sees EDB although the row names its owner. Its next acquire
+ * must adopt that grant (one read), not re-enter it: the same token once,
+ * count 1, so its release frees the lock at once (it used to stay held
+ * until the lease ended, and two grants shared a token).
+ */
+static void test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire(void **state)
+{
+    (void)state;
+    rowlock_client *c = C(), *other = C();
+    rowlock_lock *l = tu_lock(c, "acq-drop", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lo = tu_lock(other, "acq-drop", ROWLOCK_STRATEGY_INSERT);
+    arm(c, "claim", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_acquire(l, 0, 60000), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_client_db_errno(c), 2013);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_true(row_held("acq-drop"));
+    assert_rc(rowlock_acquire(lo, 0, 0), ROWLOCK_EBUSY, other); /* never two holders */
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    assert_int_equal(row_count("acq-drop"), 1);
+    rowlock_info info = ROWLOCK_INFO_INIT;
+    assert_rc(rowlock_inspect(lo, &info), 0, other);
+    assert_true(rowlock_lock_token(l) == info.token);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("acq-drop"));
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other); /* at once, not after the lease */
+    assert_true(rowlock_lock_token(lo) > info.token);
+    assert_rc(rowlock_release(lo), 0, other);
+}
+
+/*
+ * A claim of ours that commits after its acquire went on (a late delivery:
+ * the acquire retried on a new connection and is waiting): the row then
+ * names our owner though no handle holds it. The waiting acquire must adopt
+ * it, count 1, and its release must free the lock; counted as a re-entry
+ * (count 2) it left a hidden hold and the same token for the next grant
+ * (optimistic, seen by the strict fault soak). The late claim is played by
+ * an UPDATE on another connection while the handle waits behind a holder.
+ */
+static void test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered(void **state)
+{
+    (void)state;
+    static const struct {
+        rowlock_strategy s;
+        const char *name;
+    } cases[] = { { ROWLOCK_STRATEGY_OPTIMISTIC, "late-o" }, { ROWLOCK_STRATEGY_INSERT, "late-i" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rowlock_client *c = C(), *other = C();
+        rowlock_lock *l = tu_lock(c, cases[i].name, cases[i].s);
+        rowlock_lock *lo = tu_lock(other, cases[i].name, cases[i].s);
+        assert_rc(rowlock_acquire(lo, 0, 60000), 0, other);
+        uint64_t t_other = rowlock_lock_token(lo);
+        /* Our late claim: the row becomes ours, count 1, a new token. */
+        assert_int_equal(tu_sql(NULL, 0,
+                                "UPDATE `" TABLE "` SET owner = '%s', count = 1, token = token + 1, "
+                                "expires_at = UTC_TIMESTAMP(6) + INTERVAL 30 SECOND WHERE name = '%s'",
+                                rowlock_client_owner(c), cases[i].name),
+                         0);
+        assert_rc(rowlock_acquire(l, 5000, 60000), 0, c);
+        assert_true(rowlock_lock_token(l) > t_other);
+        assert_int_equal(row_count(cases[i].name), 1);
+        uint64_t t_ours = rowlock_lock_token(l);
+        assert_rc(rowlock_release(l), 0, c);
+        if (row_held(cases[i].name))
+            fail_msg("%s: the lock is still held after its only release (a hidden re-entrant hold)",
+                     rowlock_strategy_name(cases[i].s));
+        assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+        assert_true(rowlock_lock_token(l) > t_ours);
+        assert_rc(rowlock_release(l), 0, c);
+        /* the other handle's grant was taken by our late claim */
+        assert_rc(rowlock_release(lo), ROWLOCK_ENOTOWNER, other);
+    }
+}
+
+/*
+ * The adopted grant's lease runs from the adopting acquire, not from the lost
+ * claim: a claim with a 1.5 s lease is lost, and 1 s later an acquire asking
+ * for 60 s adopts it. Taken as it was, it would end 0.5 s later while its
+ * holder counts on 60 s (a soak saw a waiter take such a grant over at once).
+ */
+static void test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for(void **state)
+{
+    (void)state;
+    static const struct {
+        rowlock_strategy s;
+        const char *tag, *name;
+    } cases[] = { { ROWLOCK_STRATEGY_INSERT, "claim", "adopt-lease-i" },
+                  { ROWLOCK_STRATEGY_OPTIMISTIC, "claim-cas", "adopt-lease-o" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rowlock_client *c = C();
+        rowlock_lock *l = tu_lock(c, cases[i].name, cases[i].s);
+        assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: optimistic claims by CAS */
+        assert_rc(rowlock_release(l), 0, c);
+        arm(c, cases[i].tag, 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+        assert_rc(rowlock_acquire(l, 0, 1500), ROWLOCK_EDB, c);
+        assert_true(row_held(cases[i].name));
+        tu_sleep_ms(1000);
+        assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+        assert_true(row_expires_in_ms(cases[i].name) > 50000);
+        assert_int_equal(row_count(cases[i].name), 1);
+        assert_rc(rowlock_release(l), 0, c);
+        assert_false(row_held(cases[i].name));
+        rowlock__fault_clear(NULL);
+    }
+}
+
+static long long row_gen(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT gen FROM `" TABLE "` WHERE name = '%s'", name);
+    return ok ? n : -1;
+}
+
+/*
+ * The same adoption under the Galera lease rule (forced on this server with
+ * ROWLOCK_LEASE_RULE=cluster; read when a client first needs it): the
+ * adopting write is a holder write, so it bumps gen (a taker watching the
+ * row must start its lease over) besides re-arming the lease.
+ */
+static void test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen(void **state)
+{
+    (void)state;
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "adopt-cl", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: the next claim is cl-claim */
+    assert_rc(rowlock_release(l), 0, c);
+    arm(c, "cl-claim", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_acquire(l, 0, 1500), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock__fault_fired(c, "cl-claim"), 1);
+    long long gen = row_gen("adopt-cl");
+    assert_true(gen >= 0 && row_held("adopt-cl"));
+    tu_sleep_ms(1000);
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    assert_true(row_gen("adopt-cl") > gen);
+    assert_true(row_expires_in_ms("adopt-cl") > 50000);
+    assert_int_equal(row_count("adopt-cl"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("adopt-cl"));
+}
+
+/*
+ * A shared holder's name under the cluster rule: its row (owner '', a lease
+ * of 0 in lease_us) must never be taken over by an exclusive claim that saw
+ * it unchanged for "its lease", and shared locks are refused there.
+ */
+static void test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over(void **state)
+{
+    (void)state;
+    /* b judges leases by the cluster rule (fixed at its first statement),
+     * a by the server's: a can make the name a multi-holder name. */
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *b = C();
+    rowlock_lock *x = tu_lock(b, "cl-multi", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(x, 0, 1000), 0, b); /* x has seen the name's row (its waits */
+    assert_rc(rowlock_release(x), 0, b);          /* skip the explaining read); lease_us 1 s */
+    unsetenv("ROWLOCK_LEASE_RULE");
+    rowlock_client *a = C();
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *ra = NULL;
+    o.strategy = ROWLOCK_STRATEGY_INSERT;
+    o.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&ra, a, "cl-multi", &o), 0, a);
+    tu_register_lock(ra);
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a);
+    /* The row now shows owner '' and keeps x's lease_us (1 s): a cluster
+     * taker that watched it unchanged that long would claim it while a
+     * holds it. */
+    assert_rc(rowlock_acquire(x, 2500, 0), ROWLOCK_EUNSUPPORTED, b);
+    assert_int_equal(rowlock_lock_held(x), 0);
+    rowlock_lock *rb = NULL;
+    assert_rc(rowlock_lock_new(&rb, b, "cl-multi", &o), 0, b);
+    tu_register_lock(rb);
+    assert_rc(rowlock_acquire(rb, 0, 0), ROWLOCK_EUNSUPPORTED, b);
+    tu_assert_msg_has(b, "Galera", __FILE__, __LINE__);
+    assert_rc(rowlock_release(ra), 0, a);
+}
+
+/* The same loss inside a waiting acquire: it reconnects and adopts the grant
+ * within its own wait. */
+static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(void **state)
+{
+    (void)state;
+    rowlock_client *c = C(), *other = C();
+    rowlock_lock *l = tu_lock(c, "acq-drop-wait", ROWLOCK_STRATEGY_OPTIMISTIC);
+    rowlock_lock *lo = tu_lock(other, "acq-drop-wait", ROWLOCK_STRATEGY_OPTIMISTIC);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* the row exists: the next claim is a CAS */
+    assert_rc(rowlock_release(l), 0, c);
+    arm(c, "claim-cas", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_acquire(l, 5000, 60000), 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "claim-cas"), 1);
+    assert_int_equal(row_count("acq-drop-wait"), 1);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("acq-drop-wait"));
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other);
+    assert_rc(rowlock_release(lo), 0, other);
+}
+
+/*
+ * A release hands the lock to the waiter heading the queue, but the waiter
+ * never learns it from its head-wait statement (it fails every time): it
+ * polls, its claim is denied (the row is its owner's, not free), and the
+ * re-entry statement with increment 0 takes the handed row. Without that
+ * step the waiter would give up at its deadline while the row names it.
+ */
+static int handed_waiter(void *arg, int idx)
+{
+    (void)idx;
+    tu_pipe *ready = arg;
+    rowlock_client *a;
+    rowlock_lock *la;
+    int setup = tu_child_lock(TABLE, "acq-handed", ROWLOCK_STRATEGY_INSERT, &a, &la);
+    if (setup)
+        return setup;
+    if (rowlock__fault_set(a, "head-wait", 0, ROWLOCK__FAULT_ERROR, 1235) != 0)
+        return 12;
+    tu_signal(ready, 'r');
+    int rc = rowlock_acquire(la, 8000, 60000);
+    if (rc != 0) {
+        fprintf(stderr, "handed waiter: %s\n", rowlock_client_errmsg(a));
+        return 1;
+    }
+    if (rowlock__fault_fired(a, "head-wait") < 1)
+        return 2; /* it never headed the queue: the test proved nothing */
+    if (row_count("acq-handed") != 1)
+        return 3;
+    return rowlock_release(la) == 0 ? 0 : 4;
+}
+
+static void test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim(void **state)
+{
+    (void)state;
+    rowlock_client *b = C();
+    rowlock_lock *lb = tu_lock(b, "acq-handed", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lb, 0, 60000), 0, b);
+    tu_pipe ready;
+    tu_pipe_open(&ready);
+    pid_t pid = tu_fork(handed_waiter, &ready, 0);
+    assert_int_equal(tu_await(&ready, 10000), 'r');
+    tu_sleep_ms(800); /* the waiter heads the queue and polls */
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_int_equal(tu_wait(pid, 15000), 0);
+    tu_pipe_close(&ready);
+    assert_false(row_held("acq-handed"));
+}
+
+/* ---- release ------------------------------------------------------------------------ */
+
+/* ---- transient server states (issue 24 item 3) ------------------------------------ */
+
+typedef struct clear_later {
+    rowlock_client *c;
+    int64_t after_ms;
+} clear_later;
+
+static void *clear_after(void *arg)
+{
+    clear_later *cl = arg;
+    rowlock__sleep_us(cl->after_ms * 1000);
+    rowlock__fault_clear(cl->c);
+    return NULL;
+}
+
+/* Every transient condition of the table in error.c (read-only, connection
+ * limits, Galera node not ready, shutdown, connect refused, connection lost,
+ * lock wait timeout, deadlock) is waited out by an acquire with a deadline:
+ * each claim fails with it for 1.2 s, then the server "recovers" and the
+ * acquire is granted. A permanent one (access denied, unknown table) fails
+ * at once though the wait has 5 s left. */
+static void test_acquire__a_wait_outlasts_every_transient_server_state(void **state)
+{
+    (void)state;
+    const unsigned transient[] = { 1290, 1040, 1203, 1047, 1053, 2003, 2013, 1205, 1213 };
+    for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++) {
+        rowlock_client *c = C();
+        char name[32];
+        snprintf(name, sizeof name, "acq-transient-%u", transient[i]);
+        rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+        arm_error(c, "claim", 0, transient[i]);
+        clear_later cl = { c, 1200 };
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, clear_after, &cl), 0);
+        int64_t t0 = rowlock__now_us();
+        int rc = rowlock_acquire(l, 10000, 0);
+        int64_t took_ms = (rowlock__now_us() - t0) / 1000;
+        pthread_join(th, NULL);
+        if (rc != 0)
+            fail_msg("error %u: acquire returned %s after %lld ms: %s", transient[i], rowlock_error_name(rc),
+                     (long long)took_ms, rowlock_client_errmsg(c));
+        assert_true(took_ms >= 1100);
+        assert_true(row_held(name));
+        assert_rc(rowlock_release(l), 0, c);
+    }
+    const unsigned permanent[] = { 1045, 1146, 1142 };
+    for (size_t i = 0; i < sizeof permanent / sizeof permanent[0]; i++) {
+        rowlock_client *c = C();
+        char name[32];
+        snprintf(name, sizeof name, "acq-permanent-%u", permanent[i]);
+        rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+        arm_error(c, "claim", 0, permanent[i]);
+        int64_t t0 = rowlock__now_us();
+        int rc = rowlock_acquire(l, 5000, 0);
+        int64_t took_ms = (rowlock__now_us() - t0) / 1000;
+        rowlock__fault_clear(c);
+        assert_int_not_equal(rc, 0);
+        assert_int_equal(rowlock_client_transient(c), 0);
+        if (took_ms > 1000)
+            fail_msg("permanent error %u waited %lld ms", permanent[i], (long long)took_ms);
+    }
+}
+
+/* The CLI-facing classification: the same table. */
+static void test_acquire__transient_errors_are_reported_as_transient(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "acq-transient-flag", ROWLOCK_STRATEGY_INSERT);
+    arm_error(c, "claim", 0, 1290);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_client_transient(c), 1);
+    assert_int_equal(rowlock_client_conn_lost(c), 0);
+    rowlock__fault_clear(c);
+}
+
+static void test_release__one_lock_wait_timeout_is_retried(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "rel-retry", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    arm_error(c, "release", 1, 1205);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "release"), 1);
+    assert_false(row_held("rel-retry"));
+    assert_int_equal(row_count("rel-retry"), 0);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_release__busy_every_time_is_edb_and_keeps_the_lock(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "rel-busy", ROWLOCK_STRATEGY_OPTIMISTIC);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    uint64_t token = rowlock_lock_token(l);
+    arm_error(c, "release", 0, 1213);
+    assert_rc(rowlock_release(l), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock__fault_fired(c, "release"), 8);
+    assert_int_equal(rowlock_client_db_errno(c), 1213);
+    assert_int_equal(rowlock_lock_held(l), 1);
+    assert_int_equal(rowlock_lock_token(l), token);
+    assert_true(row_held("rel-busy"));
+    assert_int_equal(row_count("rel-busy"), 1);
+    rowlock__fault_clear(c);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("rel-busy"));
+}
+
+static void test_release__a_lost_connection_is_edb_and_the_retry_releases(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "rel-conn", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    arm_error(c, "release", 1, 2013);
+    assert_rc(rowlock_release(l), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_lock_held(l), 1);
+    assert_true(row_held("rel-conn")); /* the lease row outlives the session */
+    assert_rc(rowlock_release(l), 0, c);
+    assert_false(row_held("rel-conn"));
+}
+
+static void test_release__a_release_whose_reply_was_lost_is_enotowner_next_time(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "rel-drop", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    arm(c, "release", 1, ROWLOCK__FAULT_DROP_AFTER, 0);
+    assert_rc(rowlock_release(l), ROWLOCK_EDB, c);
+    assert_false(row_held("rel-drop")); /* it ran */
+    assert_rc(rowlock_release(l), ROWLOCK_ENOTOWNER, c);
+    assert_msg_has(c, "released");
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_release__the_hand_off_form_retries_too(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = tu_lock(a, "rel-handoff", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lb = tu_lock(b, "rel-handoff", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lb, 0, 0), 0, b);
+    assert_rc(rowlock_acquire(la, 0, 0), ROWLOCK_EBUSY, a); /* la saw contention */
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_acquire(la, 0, 0), 0, a);
+    arm_error(a, "release-handoff", 1, 1205);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(rowlock__fault_fired(a, "release-handoff"), 1);
+    assert_false(row_held("rel-handoff"));
+}
+
+/* ---- renew --------------------------------------------------------------------------- */
+
+static void test_renew__busy_every_time_is_edb_and_the_lease_is_unchanged(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "renew-busy", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 5000), 0, c);
+    arm_error(c, "renew", 0, 1205);
+    assert_rc(rowlock_renew(l, 600000), ROWLOCK_EDB, c);
+    assert_true(row_expires_in_ms("renew-busy") <= 5000);
+    rowlock__fault_clear(c);
+    arm_error(c, "renew", 1, 2006);
+    assert_rc(rowlock_renew(l, 600000), ROWLOCK_EDB, c);
+    assert_true(row_expires_in_ms("renew-busy") <= 5000);
+    assert_rc(rowlock_renew(l, 600000), 0, c);
+    assert_true(row_expires_in_ms("renew-busy") > 500000);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+/* ---- for-update -------------------------------------------------------------------- */
+
+static void test_for_update__begin_and_lock_errors_leave_no_transaction(void **state)
+{
+    (void)state;
+    rowlock_client *c = C(), *other = C();
+    rowlock_lock *l = tu_lock(c, "fu-err", ROWLOCK_STRATEGY_FOR_UPDATE);
+    rowlock_lock *lo = tu_lock(other, "fu-err", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other); /* creates the row */
+    assert_rc(rowlock_release(lo), 0, other);
+    arm_error(c, "fu-begin", 1, 2013);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EDB, c);
+    arm_error(c, "fu-lock-try", 1, 1205);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EBUSY, c);
+    assert_int_equal(rowlock_lock_held(l), 0);
+    assert_rc(rowlock_acquire(lo, 0, 0), 0, other); /* nothing left holding the row */
+    assert_rc(rowlock_release(lo), 0, other);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+static void test_for_update__a_commit_that_loses_the_connection_is_enotowner(void **state)
+{
+    (void)state;
+    rowlock_client *c = C(), *other = C();
+    rowlock_lock *l = tu_lock(c, "fu-commit", ROWLOCK_STRATEGY_FOR_UPDATE);
+    rowlock_lock *lo = tu_lock(other, "fu-commit", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c);
+    arm_error(c, "fu-commit", 1, 2013);
+    assert_rc(rowlock_release(l), ROWLOCK_ENOTOWNER, c);
+    assert_rc(rowlock_acquire(lo, 2000, 0), 0, other); /* the session ended: row free */
+    assert_rc(rowlock_release(lo), 0, other);
+    assert_rc(rowlock_acquire(l, 0, 0), 0, c); /* reconnects */
+    assert_rc(rowlock_release(l), 0, c);
+}
+
+/* ---- reap ----------------------------------------------------------------------------- */
+
+static void make_stale(rowlock_client *c, const char *name)
+{
+    rowlock_lock *l = tu_lock(c, name, ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 1), 0, c);
+    tu_lock_free(l); /* releases: the row stays, free since a moment ago */
+}
+
+static int64_t reap(rowlock_client *c, int *rc, unsigned batch)
+{
+    rowlock_reap_options o = ROWLOCK_REAP_OPTIONS_INIT;
+    o.grace_ms = 0;
+    o.batch = batch;
+    o.pause_ms = 0;
+    rowlock_reap_stats st = { .version = ROWLOCK_REAP_STATS_VERSION };
+    *rc = rowlock_admin_reap(c, &o, &st);
+    return (int64_t)st.purged;
+}
+
+static void test_reap__a_busy_batch_is_tried_again_and_errors_purge_nothing(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    int rc;
+    make_stale(c, "reap-a");
+    make_stale(c, "reap-b");
+    tu_sleep_ms(20);
+    arm_error(c, "reap-delete", 1, 2013);
+    reap(c, &rc, 1);
+    assert_rc(rc, ROWLOCK_EDB, c);
+    assert_int_not_equal(row_count("reap-a"), -1); /* nothing purged */
+    assert_int_not_equal(row_count("reap-b"), -1);
+    arm_error(c, "reap-survey", 1, 1146);
+    reap(c, &rc, 1);
+    assert_rc(rc, ROWLOCK_ESCHEMA, c);
+    arm_error(c, "reap-delete", 1, 1205);
+    int64_t purged = reap(c, &rc, 1);
+    assert_rc(rc, 0, c);
+    assert_true(rowlock__fault_fired(c, "reap-delete") >= 2);
+    assert_true(purged >= 2);
+    assert_int_equal(row_count("reap-a"), -1);
+    assert_int_equal(row_count("reap-b"), -1);
+}
+
+/* ---- migrate ------------------------------------------------------------------------ */
+
+static rowlock_client *unchecked_client(const char *table)
+{
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.defaults_file = tu_defaults_file();
+    o.table = table;
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    return c;
+}
+
+static void test_migrate__a_failed_step_records_only_whole_files_and_a_rerun_finishes(void **state)
+{
+    (void)state;
+    const char *t = "t_fault_mig";
+    tu_sql(NULL, 0, "DROP TABLE IF EXISTS `%s`", t);
+    tu_sql(NULL, 0, "DROP SEQUENCE IF EXISTS `%s_token`", t);
+    tu_sql(NULL, 0, "DROP TABLE IF EXISTS `%s_queue`", t);
+    tu_sql(NULL, 0, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", t);
+    rowlock_client *c = unchecked_client(t);
+    int from = -1, to = -1, found = -1;
+    arm_error(c, "migrate-lock", 1, 2013);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
+    /* The 4th statement is 0002's (0001 has 3): 0001 is recorded, 0002 not. */
+    arm_error(c, "migrate", 4, 1235);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), ROWLOCK_EDB, c);
+    assert_int_equal(rowlock_client_db_errno(c), 1235);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, 1);
+    assert_rc(rowlock_schema_version(c, &found), 0, c);
+    assert_int_equal(found, 1);
+    assert_rc(rowlock_schema_migrate(c, 0, &from, &to), 0, c);
+    assert_int_equal(from, 1);
+    assert_int_equal(to, rowlock_schema_version_expected());
+    arm_error(c, "schema-version", 1, 1146);
+    assert_rc(rowlock_schema_version(c, &found), 0, c); /* a missing schema table means "nothing installed" */
+    assert_int_equal(found, 0);
+    assert_rc(rowlock_schema_version(c, &found), 0, c);
+    assert_int_equal(found, rowlock_schema_version_expected());
+}
+
+/* ---- ROWLOCK_FAULTS ------------------------------------------------------------------- */
+
+static void test_env__rowlock_faults_arms_rules_for_every_client(void **state)
+{
+    (void)state;
+    const char *env = getenv("ROWLOCK_FAULTS");
+    if (env == NULL || strcmp(env, "claim:0:1205") != 0)
+        fail_msg("run with ROWLOCK_FAULTS=claim:0:1205 (ctest db_inject_env does)");
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "env", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 0), ROWLOCK_EBUSY, c);
+    assert_int_equal(row_count("env"), -1);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        FT(test_seam__a_statement_with_the_wrong_parameter_count_is_an_internal_error),
+        FT(test_seam__rules_count_executions_per_client_and_tag),
+        FT(test_seam__a_tag_no_statement_carries_is_refused),
+        FT(test_acquire__a_busy_claim_every_time_is_ebusy_and_writes_nothing),
+        FT(test_acquire__one_deadlock_on_a_free_row_is_retried_ungated),
+        FT(test_acquire__a_lost_connection_is_edb_and_the_next_call_reconnects),
+        FT(test_acquire__a_missing_table_is_eschema_and_other_errors_edb),
+        FT(test_acquire__optimistic_create_and_read_errors),
+        FT(test_acquire__a_wait_survives_failing_hint_and_queue_statements),
+        FT(test_acquire__a_stalled_claim_still_grants),
+        FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
+        FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
+        FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
+    FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
+    FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
+    FT(test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen),
+    FT(test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over),
+        FT(test_acquire__a_wait_outlasts_every_transient_server_state),
+        FT(test_acquire__transient_errors_are_reported_as_transient),
+        FT(test_release__one_lock_wait_timeout_is_retried),
+        FT(test_release__busy_every_time_is_edb_and_keeps_the_lock),
+        FT(test_release__a_lost_connection_is_edb_and_the_retry_releases),
+        FT(test_release__a_release_whose_reply_was_lost_is_enotowner_next_time),
+        FT(test_release__the_hand_off_form_retries_too),
+        FT(test_renew__busy_every_time_is_edb_and_the_lease_is_unchanged),
+        FT(test_for_update__begin_and_lock_errors_leave_no_transaction),
+        FT(test_for_update__a_commit_that_loses_the_connection_is_enotowner),
+        FT(test_reap__a_busy_batch_is_tried_again_and_errors_purge_nothing),
+        FT(test_migrate__a_failed_step_records_only_whole_files_and_a_rerun_finishes),
+    };
+    const struct CMUnitTest env_tests[] = {
+        FT(test_env__rowlock_faults_arms_rules_for_every_client),
+    };
+    if (argc > 1 && strcmp(argv[1], "env") == 0)
+        return tu_main("fault_env", env_tests, 1, TABLE, NULL);
+    return tu_main("fault", tests, sizeof tests / sizeof tests[0], TABLE, argc > 1 ? argv[1] : NULL);
+}
