@@ -221,11 +221,11 @@ ROWLOCK_EXTERN int rowlock_reap(rowlock_client *c, const rowlock_reap_options *o
         rc = rowlock__holders_reap(c, grace_ms, batch, 1, &st.purged);
         goto out;
     }
-    int cluster = 0;
-    if ((rc = rowlock__cluster_rule(c, &cluster)))
+    const rowlock__lease_rule *rule;
+    if ((rc = rowlock__lease_rule_get(c, &rule)))
         goto out;
-    if (cluster) {
-        rc = rowlock__cluster_reap(c, grace_ms, batch, max_us, 0, start, &st);
+    if (rule->reap) {
+        rc = rule->reap(c, grace_ms, batch, max_us, 0, start, &st);
         goto out;
     }
     for (;;) {

@@ -360,7 +360,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
     }
     rowlock__locks_orphan(c);
     rowlock__strategy_client_free(c);
-    rowlock__cluster_client_free(c);
+    rowlock__lease_rules_client_free(c);
     rowlock__db_close(c);
     free_settings(c);
     rowlock__log_destroy(&c->log_own);

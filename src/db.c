@@ -295,6 +295,8 @@ void rowlock__db_close(rowlock_client *c)
     if (c->owns_mysql)
         c->mysql = NULL;
     c->connected = 0;
+    c->wsrep = 0; /* the next session may be on another server (lease_rule.c) */
+    c->rule = NULL;
     rowlock__strategy_session_ended(c); /* what the session held is gone */
 }
 

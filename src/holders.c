@@ -509,11 +509,11 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     /* Not on a Galera cluster (yet): the holders' leases and the conversion
      * of a free row are judged by expires_at, i.e. by node clocks, which the
      * cluster rule (lease_cluster.c) exists to avoid. */
-    int cluster = 0;
-    int rc0 = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc0 = rowlock__lease_rule_get(c, &rule);
     if (rc0)
         return rc0;
-    if (cluster)
+    if (!(rule->flags & ROWLOCK__RULE_MULTI))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "acquire %s: shared locks and semaphores are not supported on a Galera cluster (their "
                              "leases would depend on node clocks); use exclusive locks there",

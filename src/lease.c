@@ -170,7 +170,8 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
     lease_client *q = lease_client_of(c);
     if (q == NULL)
         return -1; /* out of memory: wait on the hint alone */
-    if (c->lease_rule == 2)
+    const rowlock__lease_rule *rule = ROWLOCK__LEASE(l)->rule;
+    if (rule && !(rule->flags & ROWLOCK__RULE_QUEUE))
         return -1; /* a cluster: the queue is node-local and its hand-off
                       writes no gen/lease_us (lease_cluster.c) */
     unsigned long conn = rowlock__db_thread_id(c);
@@ -285,8 +286,32 @@ static double slice_s(int64_t deadline)
     return left > 0 ? (double)left / 1e6 : 0;
 }
 
-static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-                     int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
+typedef int (*attempt_fn)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
+
+/* One attempt under the connection's lease rule: the rule's own attempt
+ * when it has one (the cluster rule), else the strategy's. A rule that
+ * created a row leaves the wake-up hint to take here (hint_owed). */
+static int rule_attempt(rowlock_lock *l, attempt_fn strategy_attempt, int64_t lease_ms, int64_t remaining_ms,
+                        unsigned flags)
+{
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(l->client, &rule);
+    if (rc)
+        return rc;
+    L->rule = rule;
+    if (rule->attempt == NULL)
+        return strategy_attempt(l, lease_ms, remaining_ms, flags);
+    L->hint_owed = 0;
+    rc = rule->attempt(l, lease_ms, remaining_ms, flags);
+    if (L->hint_owed) {
+        L->hint_owed = 0;
+        rowlock__hint_take(l);
+    }
+    return rc;
+}
+
+static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt_fn attempt)
 {
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     const int64_t start = rowlock__now_us();
@@ -315,7 +340,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         } else {
             L->hint_held = 1; /* the claim statement may take it */
             l->attempts++;
-            rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
+            rc = rule_attempt(l, attempt, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms,
+                              flags);
         }
         if (rc != ROWLOCK_EBUSY)
             break;
@@ -373,8 +399,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * held by a session whose lease already ended. */
         int handed = 0;
         double slice = slice_s(deadline);
-        if (l->client->lease_rule == 2 && slice > ROWLOCK__CLUSTER_SLICE_S)
-            slice = ROWLOCK__CLUSTER_SLICE_S; /* the hint is node-local: look at the row often */
+        if (L->rule && L->rule->slice_max_s > 0 && slice > L->rule->slice_max_s)
+            slice = L->rule->slice_max_s; /* the hint is node-local: look at the row often */
         int h = head ? head_wait(l, slice, &handed) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed) {
             ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
@@ -415,7 +441,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * write makes that hand-off durable before we report it. */
         rowlock__errsave keep;
         rowlock__error_save(l->client, &keep);
-        int again = attempt(l, lease_ms, 1000, flags);
+        int again = rule_attempt(l, attempt, lease_ms, 1000, flags);
         if (again == 0)
             rc = 0;
         else if (rc == ROWLOCK_EBUSY && again != ROWLOCK_EBUSY)
@@ -434,8 +460,9 @@ int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
     int rc = wait_loop(l, wait_ms, lease_ms, attempt);
-    if (l->client->lease_rule == 2)
-        rowlock__cluster_wait_end(l, rc);
+    const rowlock__lease_rule *rule = ROWLOCK__LEASE(l)->rule;
+    if (rule && rule->wait_end)
+        rule->wait_end(l, rc);
     if (rc == 0)
         ROWLOCK__LEASE(l)->strategy_seen = 1; /* a grant proves the row is this strategy's */
     else if (l->held == 0)
@@ -490,29 +517,6 @@ static const char LEASE_RELEASE_PLAIN[] =
     " expires_at = IF(count > 1, expires_at, UTC_TIMESTAMP(6)),"
     " count = IF(count > 1, count - 1, " ROWLOCK__HINT_FREE ") "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND (count > 1 OR IS_FREE_LOCK(?))";
-
-/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
-static const char LEASE_RENEW[] =
-    "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
-
-/* Params: lease µs, name, owner, strategy. Our owner's live row: count 1,
- * the lease re-armed from now, the token kept (LAST_INSERT_ID). */
-static const char LEASE_ADOPT[] =
-    "/* rowlock:adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1, token = LAST_INSERT_ID(token),"
-    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
-
-/* The same on a Galera cluster (lease_cluster.c): a holder write, so it
- * bumps gen (a taker watching the row must start over) and records the
- * lease; no expires_at test (node clocks): the row still naming our owner
- * means no taker's compare-and-set took it. Params: lease µs, lease µs,
- * name, owner, strategy. */
-static const char LEASE_ADOPT_CLUSTER[] =
-    "/* rowlock:cl-adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1,"
-    " gen = gen + 1, lease_us = GREATEST(lease_us, ?), token = LAST_INSERT_ID(token),"
-    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND strategy = ?";
 
 /*
  * Release and renew must not report "busy": a lock wait timeout or deadlock
@@ -594,21 +598,30 @@ int rowlock__lease_release(rowlock_lock *l)
     return rc;
 }
 
+/* The lease parameters a rule's statement starts with, then `rest`. */
+static unsigned rule_params(const rowlock__lease_rule *rule, int64_t lease_ms, const rowlock__param *rest,
+                            unsigned nrest, rowlock__param *out)
+{
+    unsigned n = 0;
+    while (n < rule->lease_args)
+        out[n++] = RL_I64(lease_ms * 1000);
+    for (unsigned i = 0; i < nrest; i++)
+        out[n++] = rest[i];
+    return n;
+}
+
 int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
-                            RL_I64(l->ops->id) };
-    rowlock__res res;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    if (cluster) {
-        rowlock__param pc[5] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3] };
-        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT_CLUSTER, 0, pc, 5, NULL, 0, NULL, NULL, &res);
-    } else
-        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    rowlock__param rest[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(l->ops->id) };
+    rowlock__param p[5];
+    unsigned np = rule_params(rule, lease_ms, rest, 3, p);
+    rowlock__res res;
+    rc = rowlock__db_exec(c, "acquire", rule->adopt_sql, 0, p, np, NULL, 0, NULL, NULL, &res);
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
     if (rc)
@@ -622,18 +635,16 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
-                            RL_U64(l->token), RL_I64(l->ops->id) };
-    rowlock__res res;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    if (cluster) {
-        rowlock__param pc[6] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3], p[4] };
-        rc = exec_retrying(l, "renew", rowlock__cluster_renew_sql, pc, 6, &res);
-    } else
-        rc = exec_retrying(l, "renew", LEASE_RENEW, p, 5, &res);
+    rowlock__param rest[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token),
+                               RL_I64(l->ops->id) };
+    rowlock__param p[6];
+    unsigned np = rule_params(rule, lease_ms, rest, 4, p);
+    rowlock__res res;
+    rc = exec_retrying(l, "renew", rule->renew_sql, p, np, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

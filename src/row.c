@@ -102,10 +102,11 @@ int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowl
 
 int rowlock__row_read_current(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
 {
-    int cluster = 0, rc = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    return row_read(c, cluster ? SQL_ROW_CAUSAL : SQL_ROW, 0, name, name_len, info);
+    return row_read(c, (rule->flags & ROWLOCK__RULE_CAUSAL) ? SQL_ROW_CAUSAL : SQL_ROW, 0, name, name_len, info);
 }
 
 int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,

@@ -403,10 +403,11 @@ struct rowlock_client {
     int64_t last_io_us;
     pthread_mutex_t conn_mu; /* see rowlock__db_mutex_init */
     long conn_mu_pid;        /* the process that initialised it (fork) */
-    /* Which rule judges leases (lease_cluster.c): 0 not known yet, 1 the
-     * server's clock (one server), 2 elapsed time seen by the taker (a
-     * Galera node, wsrep_on). */
-    int lease_rule;
+    /* The connection's lease rule (lease_rule.h), NULL until its first use,
+     * and the one wsrep probe it was chosen by (0 not asked yet, 1 not a
+     * Galera node, 2 a Galera node): both forgotten when the session ends. */
+    const struct rowlock__lease_rule *rule;
+    int wsrep;
     /* The cluster reaper's record of stale rows (lease_cluster.c). */
     void *cluster;
 };
@@ -590,6 +591,10 @@ typedef struct rowlock__lease_lock {
     int handed_over;     /* our last release handed the lock to a waiter: the
                             next waiting acquire queues without a claim that
                             could only fail */
+    /* The lease rule of the last attempt (lease_rule.h), and a request of
+     * that rule's attempt: take the wake-up hint now (it created the row). */
+    const struct rowlock__lease_rule *rule;
+    int hint_owed;
     /* Cluster lease rule (lease_cluster.c): the row's (token, gen) as this
      * handle last saw it, and since when (monotonic µs, after the read). */
     int cl_seen;
@@ -663,35 +668,8 @@ void rowlock__row_cols_store(const rowlock__col *cols, rowlock_info *info);
 
 
 
-/* ---- lease_cluster.c -------------------------------------------------------- */
-/* Rates of monotonic clocks may differ by this much between a holder and a
- * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
-#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
-#define ROWLOCK__CLUSTER_MARGIN_US 1000
-/* A reservation of the next grant (fairness) that nobody used while the
- * row stayed unchanged this long beyond its lease is ignored. */
-#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
-/* A waiter's longest wait on the (node-local) wake-up hint between looks at
- * the row on a cluster, in s: a release on another node wakes nobody here,
- * and a waiter the next grant is reserved for must not sleep through it. */
-#define ROWLOCK__CLUSTER_SLICE_S 0.05
-/* *on = 1 when leases must be judged by the cluster rule (a Galera node, or
- * ROWLOCK_LEASE_RULE=cluster in the environment, for tests); one query per
- * client, the first time. */
-int rowlock__cluster_rule(rowlock_client *c, int *on);
-int64_t rowlock__cluster_wait_us(int64_t lease_us);
-/* A lease strategy's attempt under the cluster rule (insert and optimistic). */
-int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
-/* Params: lease µs, lease µs, name, owner, token, strategy. */
-extern const char rowlock__cluster_renew_sql[];
-/* The end of a wait under the cluster rule (rc: its result): forget the
- * waiter's age, and give up a reservation it may hold if not granted. */
-void rowlock__cluster_wait_end(rowlock_lock *l, int rc);
-/* rowlock_reap's work under the cluster rule (admin.c has checked the
- * options and made the survey); adds to st. */
-int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
-                          int64_t start, rowlock_reap_stats *st);
-void rowlock__cluster_client_free(rowlock_client *c);
+#include "lease_rule.h"
+
 /* ---- holders.c: multi-holder names (shared, semaphore) ----------------------- */
 /* Internal result of an insert claim whose explaining read found a
  * multi-holder row (row.c): lock.c then acquires through holders.c. */

@@ -156,9 +156,6 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
-    int cluster = 0, rc0 = rowlock__cluster_rule(c, &cluster);
-    if (rc0 || cluster)
-        return rc0 ? rc0 : rowlock__cluster_attempt(l, lease_ms, remaining_ms, flags);
     /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
      * for the concurrent statement holding the row (normally microseconds;
      * a for-update holder of a name we may not use holds it longer). */

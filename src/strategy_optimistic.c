@@ -86,10 +86,7 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
 {
     rowlock_client *c = l->client;
     long waits = remaining_ms == 0 ? 0 : 1000;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
-    if (rc || cluster)
-        return rc ? rc : rowlock__cluster_attempt(l, lease_ms, remaining_ms, flags);
+    int rc;
     if (ST(l)->version != 0 && l->held == 0) {
         /* The version this handle left at its own release: if nobody took
          * the lock since, one statement claims it. */
