@@ -69,7 +69,7 @@ static int list_row(void *p)
 {
     struct list_ctx *x = p;
     rowlock__row_cols_store(x->cols, &x->info);
-    if (x->info.held && !x->info.owner[0] && x->info.strategy == ROWLOCK_STRATEGY_INSERT)
+    if (rowlock__strategy_multi_row(&x->info))
         return 0; /* a multi-holder name: its holders are listed by rowlock_holders() */
     return x->fn(&x->info, x->arg);
 }
@@ -155,7 +155,7 @@ ROWLOCK_EXTERN int rowlock_force_release(rowlock_client *c, const char *name, ro
                                                                    : "not kept in its row");
     }
     int was_held = ops && info.held;
-    if (was_held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT) {
+    if (was_held && rowlock__strategy_multi_row(&info)) {
         /* A multi-holder name: release every holder (holders.c). */
         unsigned n = 0;
         if ((rc = rowlock_force_release_holder(c, name, NULL, &n)))

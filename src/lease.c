@@ -2,7 +2,11 @@
  * The lease protocol shared by the lease strategies (insert, optimistic):
  * the wake-up hint, the waiter queue and the wait loop built on them, and
  * the release and renew of a lease row. The strategies call down into it;
- * it calls down into row.c and db.c, never back up.
+ * it calls down into row.c and db.c, never back up, and reaches the
+ * connection's lease rule (lease_rule.h: one server or a Galera cluster)
+ * through the rule's table only: which attempt claims, whether the waiter
+ * queue's hand-off applies, how long a hint slice lasts, which statements
+ * renew and adopt.
  */
 #include "rowlock_int.h"
 
@@ -99,13 +103,9 @@ static lease_client *lease_client_of(rowlock_client *c)
 static void hint_name(rowlock_lock *l)
 {
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over table NUL name */
-    const char *parts[2] = { l->client->table, l->name };
-    for (int k = 0; k < 2; k++) {
-        for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++)
-            h = (h ^ *p) * 0x100000001b3ULL;
-        h = (h ^ 0) * 0x100000001b3ULL;
-    }
+    /* FNV-1a over table NUL name NUL */
+    uint64_t h = rowlock__fnv1a(ROWLOCK__FNV1A_START, l->client->table, strlen(l->client->table) + 1);
+    h = rowlock__fnv1a(h, l->name, l->name_len + 1);
     snprintf(L->hint, sizeof L->hint, "rowlock.%016llx", (unsigned long long)h);
     L->hint_len = strlen(L->hint);
     snprintf(L->qname, sizeof L->qname, "%s.q", L->hint);
@@ -272,7 +272,7 @@ void rowlock__hint_release(rowlock_lock *l)
 static int busy_result(rowlock_lock *l, int explained, const char *why)
 {
     if (!explained)
-        return rowlock__explain_busy_row(l, l->ops->id, NULL);
+        return rowlock__explain_busy_row(l, NULL);
     memcpy(l->client->errmsg, why, ROWLOCK__ERRMSG_MAX);
     return ROWLOCK_EBUSY;
 }
@@ -343,7 +343,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
             rc = rule_attempt(l, attempt, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms,
                               flags);
         }
-        if (rc != ROWLOCK_EBUSY)
+        if (rc != ROWLOCK_EBUSY || l->found_multi)
             break;
         L->contended = 1; /* others want it too: our release may hand it over */
         if (!explained && (wait_ms == 0 || !L->strategy_seen)) {
@@ -352,8 +352,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
              * a purge) and to name the holder in the final message. A
              * handle that saw its strategy's row before skips it when it
              * waits, and reads at the deadline instead. */
-            rc = rowlock__explain_busy_row(l, l->ops->id, &free_row);
-            if (rc != ROWLOCK_EBUSY)
+            rc = rowlock__explain_busy_row(l, &free_row);
+            if (rc != ROWLOCK_EBUSY || l->found_multi)
                 return rc;
             memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
@@ -434,6 +434,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
      * holder releases. */
     if (head)
         (void)named_call(l, SQL_HINT_DROP, L->qname, L->qname_len, 0);
+    if (l->found_multi)
+        return rc; /* a multi-holder name: no one-row claim can take it */
     if (rc != 0 && (flags & ROWLOCK__TRY_HANDED) && l->client->connected) {
         /* Not granted, but a release may have named us while we headed the
          * queue, just before we let the head go: look once more. The claim
@@ -459,6 +461,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
+    l->found_multi = 0;
     int rc = wait_loop(l, wait_ms, lease_ms, attempt);
     const rowlock__lease_rule *rule = ROWLOCK__LEASE(l)->rule;
     if (rule && rule->wait_end)
@@ -524,8 +527,8 @@ static const char LEASE_RELEASE_PLAIN[] =
  * the statement back without effect, so it is simply run again, a few times,
  * then reported as a database error.
  */
-static int exec_retrying(rowlock_lock *l, const char *what, const char *sql, const rowlock__param *p, unsigned np,
-                         rowlock__res *res)
+int rowlock__lease_exec_retrying(rowlock_lock *l, const char *what, const char *sql, const rowlock__param *p,
+                                 unsigned np, rowlock__res *res)
 {
     rowlock_client *c = l->client;
     int rc = ROWLOCK_EBUSY;
@@ -564,7 +567,7 @@ static int lease_release(rowlock_lock *l)
         rowlock__param pp[6] = { RL_STR(L->hint, L->hint_len), RL_STR(l->name, l->name_len),
                                  RL_STR(c->owner, c->owner_len), RL_U64(l->token),
                                  RL_I64(l->ops->id),           RL_STR(L->qname, L->qname_len) };
-        if ((rc = exec_retrying(l, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
+        if ((rc = rowlock__lease_exec_retrying(l, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
             return rc;
         if (res.affected == 1)
             return 0;
@@ -574,7 +577,7 @@ static int lease_release(rowlock_lock *l)
                             RL_STR(L->hint, L->hint_len),   RL_STR(L->hint, L->hint_len),
                             RL_STR(l->name, l->name_len),   RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token),               RL_I64(l->ops->id) };
-    if ((rc = exec_retrying(l, "release", LEASE_RELEASE, p, 9, &res)))
+    if ((rc = rowlock__lease_exec_retrying(l, "release", LEASE_RELEASE, p, 9, &res)))
         return rc;
     if (res.affected != 1)
         return rowlock__explain_lost(l, "release");
@@ -644,7 +647,7 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[6];
     unsigned np = rule_params(rule, lease_ms, rest, 4, p);
     rowlock__res res;
-    rc = exec_retrying(l, "renew", rule->renew_sql, p, np, &res);
+    rc = rowlock__lease_exec_retrying(l, "renew", rule->renew_sql, p, np, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

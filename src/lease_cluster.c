@@ -1,7 +1,9 @@
 /*
- * Lease rows on a Galera cluster: grants, renewals and purges that do not
- * depend on node clocks agreeing (schema 0003: columns gen and lease_us, the
- * token floor table).
+ * The cluster lease rule (lease_rule.h; chosen for a connection to a Galera
+ * node): lease rows' grants, renewals and purges that do not depend on node
+ * clocks agreeing (schema 0003: columns gen and lease_us, the token floor
+ * table). lease.c calls it through rowlock__lease_rule_cluster only; it calls
+ * row.c and db.c, never lease.c.
  *
  * On one server, "the lease ended" is `expires_at <= UTC_TIMESTAMP(6)`: one
  * clock writes and reads expires_at. On a cluster every node writes
@@ -57,6 +59,18 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+/* Rates of monotonic clocks may differ by this much between a holder and a
+ * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
+#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
+#define ROWLOCK__CLUSTER_MARGIN_US 1000
+/* A reservation of the next grant (fairness) that nobody used while the
+ * row stayed unchanged this long beyond its lease is ignored. */
+#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
+/* A waiter's longest wait on the (node-local) wake-up hint between looks at
+ * the row on a cluster, in s: a release on another node wakes nobody here,
+ * and a waiter the next grant is reserved for must not sleep through it. */
+#define ROWLOCK__CLUSTER_SLICE_S 0.05
 
 /* A new token on a cluster: ROWLOCK__NEW_TOKEN and above the floor. */
 #define CL_NEW_TOKEN                                                                                          \
@@ -151,10 +165,7 @@ typedef struct cl_row {
 
 static uint64_t hash64(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
+    return rowlock__fnv1a(ROWLOCK__FNV1A_START, s, strlen(s));
 }
 
 static int cl_read(rowlock_lock *l, cl_row *r)
@@ -216,9 +227,11 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
         return 0;
     }
     if (r.strategy != sid)
-        return rowlock__explain_busy(l, l->ops->id);
-    if (r.held && r.owner[0] == '\0')
-        return ROWLOCK__EMULTI; /* a multi-holder name (holders.c): never taken over here */
+        return rowlock__explain_busy(l);
+    if (r.held && r.owner[0] == '\0') {
+        l->found_multi = 1; /* a multi-holder name (holders.c): never taken over here */
+        return ROWLOCK_EBUSY;
+    }
     const uint64_t next = r.next[0] ? hash64(r.next) : 0;
     if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen || r.held != L->cl_held || next != L->cl_next) {
         L->cl_seen = 1;

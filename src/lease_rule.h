@@ -7,7 +7,8 @@
  * them (lease_rule.c): one probe of @@global.wsrep_on per connection,
  * cached in the client until its session ends, as a VFS is chosen once.
  * Called by: lease.c (wait loop, renew, adopt), holders.c (modes exist under
- * the rule or not), row.c (causal reads), admin.c (reap), client.c (free),
+ * the rule or not), lock.c (causal reads for inspect), admin.c (reap),
+ * client.c (free),
  * strategy_for_update.c (refused on a Galera node): through the table or
  * rowlock__lease_rule_get(), never by a rule's name.
  *
@@ -69,18 +70,5 @@ int rowlock__lease_rule_get(rowlock_client *c, const rowlock__lease_rule **out);
 int rowlock__galera_node(rowlock_client *c, int *on);
 /* Every rule's client_free (client.c, when the client is freed). */
 void rowlock__lease_rules_client_free(rowlock_client *c);
-
-/* ---- the cluster rule's constants (lease_cluster.c) ---- */
-/* Rates of monotonic clocks may differ by this much between a holder and a
- * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
-#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
-#define ROWLOCK__CLUSTER_MARGIN_US 1000
-/* A reservation of the next grant (fairness) that nobody used while the
- * row stayed unchanged this long beyond its lease is ignored. */
-#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
-/* A waiter's longest wait on the (node-local) wake-up hint between looks at
- * the row on a cluster, in s: a release on another node wakes nobody here,
- * and a waiter the next grant is reserved for must not sleep through it. */
-#define ROWLOCK__CLUSTER_SLICE_S 0.05
 
 #endif

@@ -26,6 +26,25 @@ const rowlock__strategy_ops *rowlock__strategy_at(size_t i)
     return i < NALL ? all[i] : NULL;
 }
 
+const rowlock__strategy_ops *rowlock__strategy_default(void)
+{
+    return all[0];
+}
+
+const rowlock__strategy_ops *rowlock__strategy_offering(unsigned int mode)
+{
+    for (size_t i = 0; i < NALL; i++)
+        if (all[i]->modes & mode)
+            return all[i];
+    return NULL;
+}
+
+int rowlock__strategy_multi_row(const rowlock_info *info)
+{
+    const rowlock__strategy_ops *ops = rowlock__strategy_find(info->strategy);
+    return ops && (ops->flags & ROWLOCK__S_MULTI_ROWS) && info->held && !info->owner[0];
+}
+
 const rowlock__strategy_ops *rowlock__strategy_find(rowlock_strategy id)
 {
     for (size_t i = 0; i < NALL; i++)

@@ -260,7 +260,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         }
         if (res.rows == 1 && cols[0].i != ROWLOCK_STRATEGY_FOR_UPDATE) {
             rollback(c);
-            return rowlock__explain_busy(l, ROWLOCK_STRATEGY_FOR_UPDATE);
+            return rowlock__explain_busy(l);
         }
         if (res.rows == 1) {
             f->count = 1;
@@ -394,6 +394,7 @@ const rowlock__strategy_ops rowlock__strategy_for_update = {
     .id = ROWLOCK_STRATEGY_FOR_UPDATE,
     .name = "for-update",
     .flags = ROWLOCK__S_TRANSACTION,
+    .modes = ROWLOCK__M_SHARED, /* a share lock on the row (no permits: InnoDB has no counted lock) */
     .client_state_size = sizeof(fu_client),
     .session_ended = fu_session_ended,
     .acquire = fu_acquire,
