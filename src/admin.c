@@ -69,7 +69,7 @@ static int list_row(void *p)
 {
     struct list_ctx *x = p;
     rowlock__row_cols_store(x->cols, &x->info);
-    if (x->info.held && !x->info.owner[0] && x->info.strategy == ROWLOCK_STRATEGY_INSERT)
+    if (rowlock__strategy_multi_row(&x->info))
         return 0; /* a multi-holder name: its holders are listed by rowlock_admin_holders() */
     return x->fn(&x->info, x->arg);
 }
@@ -158,7 +158,7 @@ ROWLOCK_EXTERN int rowlock_admin_force_release(rowlock_client *c, const char *na
                                                                    : "not kept in its row");
     }
     int was_held = ops && info.held;
-    if (was_held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT) {
+    if (was_held && rowlock__strategy_multi_row(&info)) {
         /* A multi-holder name: release every holder (holders.c). */
         unsigned n = 0;
         if ((rc = rowlock_admin_force_release_holder(c, name, NULL, &n)))
@@ -228,11 +228,11 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
         rc = rowlock__holders_reap(c, grace_ms, batch, 1, &st.purged);
         goto out;
     }
-    int cluster = 0;
-    if ((rc = rowlock__cluster_rule(c, &cluster)))
+    const rowlock__lease_rule *rule;
+    if ((rc = rowlock__lease_rule_get(c, &rule)))
         goto out;
-    if (cluster) {
-        rc = rowlock__cluster_reap(c, grace_ms, batch, max_us, 0, start, &st);
+    if (rule->reap) {
+        rc = rule->reap(c, grace_ms, batch, max_us, 0, start, &st);
         goto out;
     }
     for (;;) {

@@ -8,6 +8,14 @@
 #include <strings.h>
 #include <unistd.h>
 
+/* The db layer's session_ended hook (db.h): what the session held is gone.
+ * The lease rule and the strategies each forget their part; none runs SQL. */
+static void session_ended(rowlock_client *c)
+{
+    rowlock__lease_rule_session_ended(c);
+    rowlock__strategy_session_ended(c);
+}
+
 ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
 {
     if (out == NULL)
@@ -22,7 +30,7 @@ ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
     rowlock__db_mutex_init(c);
     c->log = &c->log_own;
     c->conn_role = "connection";
-    c->session_ended = rowlock__strategy_session_ended;
+    c->session_ended = session_ended;
 
     /* Owner: 128 random bits make it unique and unguessable; host and pid
      * are only there for humans reading `rowlock status`. */
@@ -363,7 +371,7 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c)
     }
     rowlock__locks_orphan(c);
     rowlock__strategy_client_free(c);
-    rowlock__cluster_client_free(c);
+    rowlock__lease_rules_client_free(c);
     rowlock__db_close(c);
     free_settings(c);
     rowlock__log_destroy(&c->log_own);

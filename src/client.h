@@ -89,10 +89,12 @@ struct rowlock_client {
     int64_t last_io_us;
     pthread_mutex_t conn_mu; /* db_connect.c's: see rowlock__db_mutex_init */
     long conn_mu_pid;        /* the process that initialised it (fork) */
-    /* Which rule judges leases (lease_cluster.c): 0 not known yet, 1 the
-     * server's clock (one server), 2 elapsed time seen by the taker (a
-     * Galera node, wsrep_on). */
-    int lease_rule;
+    /* The connection's lease rule (lease_rule.h), NULL until its first use,
+     * and the one wsrep probe it was chosen by (0 not asked yet, 1 not a
+     * Galera node, 2 a Galera node): both forgotten when the session ends
+     * (lease_rule.c, through the session_ended hook). */
+    const struct rowlock__lease_rule *rule;
+    int wsrep;
     /* The cluster reaper's record of stale rows (lease_cluster.c). */
     void *cluster;
 
@@ -142,6 +144,9 @@ struct rowlock_lock {
     int multi;               /* acquire through holders.c: a shared or semaphore
                                 handle, or the name has a multi-holder row */
     int held_multi;          /* the current grant is a holders-table entry */
+    int found_multi;         /* out: the one-row acquire stopped (ROWLOCK_EBUSY)
+                                because the name has a multi-holder row (row.c's
+                                explaining read, the cluster rule's read) */
     uint64_t ticket;         /* the queue place of a wait that ended without a
                                 grant: the next waiting acquire takes it again */
     int64_t ticket_left_us;  /* when that wait ended (monotonic) */

@@ -20,7 +20,8 @@
  *   one-row protocol: a name that never used shared/semaphore mode keeps its
  *   statements and round trips exactly. If such a claim finds a multi-holder
  *   row, the refusal's explaining read (row.c, the read every first loss
- *   already makes) says ROWLOCK__EMULTI and lock.c retries the acquire here
+ *   already makes) sets l->found_multi and stops the one-row acquire, and
+ *   rowlock__holders_acquire (the insert strategy's acquire) retries it here
  *   with the time left; the handle remembers it (l->multi). Shared and
  *   semaphore handles always come here. Only they turn a name into a
  *   multi-holder name, and only when its row is free (no row, no owner, or a
@@ -98,23 +99,23 @@ static const char SQL_BEGIN[] = "/* rowlock:hold-begin */ START TRANSACTION";
 static const char SQL_COMMIT[] = "/* rowlock:hold-commit */ COMMIT";
 static const char SQL_ROLLBACK[] = "/* rowlock:hold-rollback */ ROLLBACK";
 
-/* Params: permits, permits, name. Rows changed: 1 (a multi-holder row of
- * the insert strategy, now locked), else 0. LAST_INSERT_ID: the token. */
+/* Params: permits, permits, name, strategy. Rows changed: 1 (a multi-holder
+ * row of the strategy, now locked), else 0. LAST_INSERT_ID: the token. */
 static const char SQL_DRAW[] =
     "/* rowlock:hold-draw */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " permits = IF(? > 0 AND permits = 0, ?, permits) "
-    "WHERE name = ? AND strategy = 1 AND mode = 1 AND owner = ''";
+    "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
 
 /* Turn a free row (or no row) into a multi-holder row. Params: name,
- * permits, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
+ * strategy, permits, strategy, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
  * by an exclusive one-row holder, or another strategy's row). The first
  * assignment decides (LAST_INSERT_ID 1/0); the others read only it and
  * columns not yet assigned. */
 static const char SQL_CONVERT[] =
     "/* rowlock:hold-convert */ SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT INTO `{{table}}` (name, strategy, mode, owner, count, token, acquired_at, expires_at, permits) "
-    "VALUES (?, 1, 1, '', 0, 0, NULL, '9999-12-31 00:00:00', ?) "
+    "VALUES (?, ?, 1, '', 0, 0, NULL, '9999-12-31 00:00:00', ?) "
     "ON DUPLICATE KEY UPDATE"
-    " owner = IF(LAST_INSERT_ID(strategy = 1 AND ((mode = 1 AND owner = '') OR " ROWLOCK__SQL_FREE_ROW ")), '', owner),"
+    " owner = IF(LAST_INSERT_ID(strategy = ? AND ((mode = 1 AND owner = '') OR " ROWLOCK__SQL_FREE_ROW ")), '', owner),"
     " count = IF(LAST_INSERT_ID(), 0, count),"
     " expires_at = IF(LAST_INSERT_ID(), '9999-12-31 00:00:00', expires_at),"
     " permits = IF(LAST_INSERT_ID() AND mode <> 1, ?, permits),"
@@ -235,18 +236,17 @@ static int entries_read(rowlock_lock *l, entries *e)
 
 /* ---- names of the wake locks ----------------------------------------------- */
 
+/* FNV-1a over s and its NUL. */
 static uint64_t fnv(uint64_t h, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ULL;
-    return (h ^ 0) * 0x100000001b3ULL;
+    return rowlock__fnv1a(h, s, strlen(s) + 1);
 }
 
 static void wake_name(const rowlock_lock *l, const char *owner, char *out, size_t cap)
 {
-    uint64_t h = fnv(fnv(0xcbf29ce484222325ULL, l->client->table), l->name);
+    uint64_t h = fnv(fnv(ROWLOCK__FNV1A_START, l->client->table), l->name);
     snprintf(out, cap, "rowlock.%016llx.%016llx", (unsigned long long)h,
-             (unsigned long long)fnv(0xcbf29ce484222325ULL, owner));
+             (unsigned long long)fnv(ROWLOCK__FNV1A_START, owner));
 }
 
 static const char *mode_name(int mode)
@@ -310,10 +310,11 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
     b->wake[0] = '\0';
     if ((rc = rowlock__db_simple(c, "acquire (insert): begin", SQL_BEGIN)))
         return rc;
-    rowlock__param pd[3] = { RL_I64(l->permits), RL_I64(l->permits), RL_STR(l->name, l->name_len) };
+    rowlock__param pd[4] = { RL_I64(l->permits), RL_I64(l->permits), RL_STR(l->name, l->name_len),
+                             RL_I64(l->ops->id) };
     rowlock__res res;
     for (int converted = 0;; converted = 1) {
-        if ((rc = rowlock__db_exec(c, "acquire (insert): lock name", SQL_DRAW, 0, pd, 3, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_exec(c, "acquire (insert): lock name", SQL_DRAW, 0, pd, 4, NULL, 0, NULL, NULL, &res)))
             goto fail;
         if (res.affected == 1)
             break;
@@ -326,15 +327,18 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
             b->path = ATT_EXCLUSIVE_ROW;
             return 0;
         }
-        rowlock__param pc[3] = { RL_STR(l->name, l->name_len), RL_I64(l->permits), RL_I64(l->permits) };
-        if ((rc = rowlock__db_exec(c, "acquire (insert): convert", SQL_CONVERT, 0, pc, 3, NULL, 0, NULL, NULL, &res)))
+        rowlock__param pc[5] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits),
+                                 RL_I64(l->ops->id), RL_I64(l->permits) };
+        if ((rc = rowlock__db_exec(c, "acquire (insert): convert", SQL_CONVERT, 0, pc, 5, NULL, 0, NULL, NULL, &res)))
             goto fail;
         if (!(res.affected == 1 || res.insert_id == 1)) {
             rollback(c);
             b->path = ATT_ONE_ROW;
-            rc = rowlock__explain_busy_row(l, ROWLOCK_STRATEGY_INSERT, NULL);
-            if (rc == ROWLOCK__EMULTI) /* became a multi-holder row meanwhile */
+            rc = rowlock__explain_busy_row(l, NULL);
+            if (l->found_multi) { /* became a multi-holder row meanwhile */
+                l->found_multi = 0;
                 rc = ROWLOCK_EBUSY;
+            }
             return rc == ROWLOCK_EBUSY ? 0 : rc;
         }
     }
@@ -500,7 +504,7 @@ static void forget(rowlock_lock *l)
     }
 }
 
-int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row)
 {
     rowlock_client *c = l->client;
     if (l->permits > ROWLOCK_PERMITS_MAX)
@@ -509,11 +513,11 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     /* Not on a Galera cluster (yet): the holders' leases and the conversion
      * of a free row are judged by expires_at, i.e. by node clocks, which the
      * cluster rule (lease_cluster.c) exists to avoid. */
-    int cluster = 0;
-    int rc0 = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc0 = rowlock__lease_rule_get(c, &rule);
     if (rc0)
         return rc0;
-    if (cluster)
+    if (!(rule->flags & ROWLOCK__RULE_MULTI))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "acquire %s: shared locks and semaphores are not supported on a Galera cluster (their "
                              "leases would depend on node clocks); use exclusive locks there",
@@ -551,11 +555,12 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         if (b.path == ATT_EXCLUSIVE_ROW) {
             l->multi = 0; /* the name has no multi-holder row (any more) */
             int64_t left = deadline == INT64_MAX ? ROWLOCK_WAIT_FOREVER : (deadline - rowlock__now_us()) / 1000;
-            rc = l->ops->acquire(l, left < 0 ? 0 : left, lease_ms);
+            rc = one_row(l, left < 0 ? 0 : left, lease_ms);
             if (rc == 0)
                 l->held_multi = 0;
-            if (rc != ROWLOCK__EMULTI)
+            if (!l->found_multi)
                 return rc;
+            l->found_multi = 0;
             rowlock__clear_error(c); /* turned into a multi-holder name meanwhile */
             l->multi = 1;
             continue;
@@ -626,27 +631,13 @@ static int lost(rowlock_lock *l, const char *what)
                          what, l->shown, mode_name(l->mode));
 }
 
-static int exec_retrying(rowlock_client *c, const char *what, const char *sql, const rowlock__param *p, unsigned np,
-                         rowlock__res *res)
-{
-    int rc = ROWLOCK_EBUSY;
-    for (unsigned attempt = 0; attempt < 8 && rc == ROWLOCK_EBUSY; attempt++) {
-        if (attempt)
-            rowlock__sleep_us(rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng)));
-        rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
-    }
-    if (rc == ROWLOCK_EBUSY)
-        return rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
-    return rc;
-}
-
 int rowlock__holders_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
     rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__res res;
     int last = l->held == 1 && other_holds(l) == 0;
-    int rc = exec_retrying(c, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &res);
+    int rc = rowlock__lease_exec_retrying(l, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &res);
     if (rc)
         return rc;
     if (res.affected != 1)
@@ -662,23 +653,25 @@ int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token) };
     rowlock__res res;
-    int rc = exec_retrying(c, "renew", SQL_RENEW, p, 4, &res);
+    int rc = rowlock__lease_exec_retrying(l, "renew", SQL_RENEW, p, 4, &res);
     if (rc)
         return rc;
     return res.affected == 1 ? 0 : lost(l, "renew");
 }
 
-int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row)
 {
+    l->found_multi = 0;
     if (l->multi && (l->held == 0 || l->held_multi))
-        return rowlock__holders_acquire(l, wait_ms, lease_ms);
+        return holders_acquire(l, wait_ms, lease_ms, one_row);
     const int64_t start = rowlock__now_us();
-    int rc = l->ops->acquire(l, wait_ms, lease_ms);
+    int rc = one_row(l, wait_ms, lease_ms);
     if (rc == 0)
         l->held_multi = 0;
-    if (rc != ROWLOCK__EMULTI)
+    if (!l->found_multi)
         return rc;
     /* The name has a multi-holder row: its exclusive holders are entries too. */
+    l->found_multi = 0;
     rowlock__clear_error(l->client);
     l->multi = 1;
     int64_t left = wait_ms;
@@ -687,7 +680,7 @@ int rowlock__mode_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         if (left < 0)
             left = 0;
     }
-    return rowlock__holders_acquire(l, left, lease_ms);
+    return holders_acquire(l, left, lease_ms, one_row);
 }
 
 /* ---- administration ------------------------------------------------------ */
@@ -700,9 +693,9 @@ static const char SQL_HOLDERS[] =
     " TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.expires_at) "
     "FROM `{{table}}_hold` h LEFT JOIN `{{table}}` t ON t.name = h.name "
     "WHERE (? IS NULL OR h.name = ?) ORDER BY h.name, h.ticket";
-/* Params: permits, name. */
+/* Params: permits, name, strategy. */
 static const char SQL_SET_PERMITS[] =
-    "/* rowlock:hold-permits */ UPDATE `{{table}}` SET permits = ? WHERE name = ? AND strategy = 1 AND mode = 1";
+    "/* rowlock:hold-permits */ UPDATE `{{table}}` SET permits = ? WHERE name = ? AND strategy = ? AND mode = 1";
 /* Params: name, owner, owner (NULL: all). */
 static const char SQL_FORCE[] =
     "/* rowlock:hold-force */ DELETE FROM `{{table}}_hold` WHERE name = ? AND (? IS NULL OR owner = ?)";
@@ -788,19 +781,21 @@ ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name
         return rowlock__fail(c, ROWLOCK_EINVALID, "set permits: %u is over the limit (%u)", permits,
                              ROWLOCK_PERMITS_MAX);
     size_t n = strlen(name);
-    rowlock__param p[2] = { RL_I64(permits), RL_STR(name, n) };
+    /* The strategy whose names have permits (the insert strategy). */
+    const rowlock__strategy_ops *ops = rowlock__strategy_offering(ROWLOCK__M_PERMITS);
+    rowlock__param p[3] = { RL_I64(permits), RL_STR(name, n), RL_I64(ops->id) };
     rowlock__res res;
-    if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+    if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 3, NULL, 0, NULL, NULL, &res)))
         return rc;
     if (res.affected == 1)
         return 0;
     /* Not a multi-holder name yet (or the value was already that: then the
      * conversion below changes nothing and says so). */
-    rowlock__param pc[3] = { RL_STR(name, n), RL_I64(permits), RL_I64(permits) };
-    if ((rc = rowlock__db_exec(c, "set permits", SQL_CONVERT, 0, pc, 3, NULL, 0, NULL, NULL, &res)))
+    rowlock__param pc[5] = { RL_STR(name, n), RL_I64(ops->id), RL_I64(permits), RL_I64(ops->id), RL_I64(permits) };
+    if ((rc = rowlock__db_exec(c, "set permits", SQL_CONVERT, 0, pc, 5, NULL, 0, NULL, NULL, &res)))
         return rc;
     if (res.affected == 1 || res.insert_id == 1) {
-        if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 3, NULL, 0, NULL, NULL, &res)))
             return rc;
         return 0;
     }
@@ -880,7 +875,7 @@ static const char SQL_INSPECT[] =
 
 int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info)
 {
-    if (!info->exists || !info->held || info->owner[0] || info->strategy != ROWLOCK_STRATEGY_INSERT)
+    if (!info->exists || !rowlock__strategy_multi_row(info))
         return 0;
     rowlock__col cols[8];
     memset(cols, 0, sizeof cols);

@@ -2,7 +2,11 @@
  * The lease protocol shared by the lease strategies (insert, optimistic):
  * the wake-up hint, the waiter queue and the wait loop built on them, and
  * the release and renew of a lease row. The strategies call down into it;
- * it calls down into row.c and db.c, never back up.
+ * it calls down into row.c and db.c, never back up, and reaches the
+ * connection's lease rule (lease_rule.h: one server or a Galera cluster)
+ * through the rule's table only: which attempt claims, whether the waiter
+ * queue's hand-off applies, how long a hint slice lasts, which statements
+ * renew and adopt.
  */
 #include "rowlock_int.h"
 
@@ -99,13 +103,9 @@ static lease_client *lease_client_of(rowlock_client *c)
 static void hint_name(rowlock_lock *l)
 {
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
-    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over table NUL name */
-    const char *parts[2] = { l->client->table, l->name };
-    for (int k = 0; k < 2; k++) {
-        for (const unsigned char *p = (const unsigned char *)parts[k]; *p; p++)
-            h = (h ^ *p) * 0x100000001b3ULL;
-        h = (h ^ 0) * 0x100000001b3ULL;
-    }
+    /* FNV-1a over table NUL name NUL */
+    uint64_t h = rowlock__fnv1a(ROWLOCK__FNV1A_START, l->client->table, strlen(l->client->table) + 1);
+    h = rowlock__fnv1a(h, l->name, l->name_len + 1);
     snprintf(L->hint, sizeof L->hint, "rowlock.%016llx", (unsigned long long)h);
     L->hint_len = strlen(L->hint);
     snprintf(L->qname, sizeof L->qname, "%s.q", L->hint);
@@ -170,7 +170,8 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
     lease_client *q = lease_client_of(c);
     if (q == NULL)
         return -1; /* out of memory: wait on the hint alone */
-    if (c->lease_rule == 2)
+    const rowlock__lease_rule *rule = ROWLOCK__LEASE(l)->rule;
+    if (rule && !(rule->flags & ROWLOCK__RULE_QUEUE))
         return -1; /* a cluster: the queue is node-local and its hand-off
                       writes no gen/lease_us (lease_cluster.c) */
     unsigned long conn = rowlock__db_thread_id(c);
@@ -271,7 +272,7 @@ void rowlock__hint_release(rowlock_lock *l)
 static int busy_result(rowlock_lock *l, int explained, const char *why)
 {
     if (!explained)
-        return rowlock__explain_busy_row(l, l->ops->id, NULL);
+        return rowlock__explain_busy_row(l, NULL);
     memcpy(l->client->errmsg, why, ROWLOCK__ERRMSG_MAX);
     return ROWLOCK_EBUSY;
 }
@@ -285,8 +286,32 @@ static double slice_s(int64_t deadline)
     return left > 0 ? (double)left / 1e6 : 0;
 }
 
-static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
-                     int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
+typedef int (*attempt_fn)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
+
+/* One attempt under the connection's lease rule: the rule's own attempt
+ * when it has one (the cluster rule), else the strategy's. A rule that
+ * created a row leaves the wake-up hint to take here (hint_owed). */
+static int rule_attempt(rowlock_lock *l, attempt_fn strategy_attempt, int64_t lease_ms, int64_t remaining_ms,
+                        unsigned flags)
+{
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(l->client, &rule);
+    if (rc)
+        return rc;
+    L->rule = rule;
+    if (rule->attempt == NULL)
+        return strategy_attempt(l, lease_ms, remaining_ms, flags);
+    L->hint_owed = 0;
+    rc = rule->attempt(l, lease_ms, remaining_ms, flags);
+    if (L->hint_owed) {
+        L->hint_owed = 0;
+        rowlock__hint_take(l);
+    }
+    return rc;
+}
+
+static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt_fn attempt)
 {
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     const int64_t start = rowlock__now_us();
@@ -315,9 +340,10 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
         } else {
             L->hint_held = 1; /* the claim statement may take it */
             l->attempts++;
-            rc = attempt(l, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms, flags);
+            rc = rule_attempt(l, attempt, lease_ms, remaining_ms < 0 && deadline != INT64_MAX ? 0 : remaining_ms,
+                              flags);
         }
-        if (rc != ROWLOCK_EBUSY)
+        if (rc != ROWLOCK_EBUSY || l->found_multi)
             break;
         L->contended = 1; /* others want it too: our release may hand it over */
         if (!explained && (wait_ms == 0 || !L->strategy_seen)) {
@@ -326,8 +352,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
              * a purge) and to name the holder in the final message. A
              * handle that saw its strategy's row before skips it when it
              * waits, and reads at the deadline instead. */
-            rc = rowlock__explain_busy_row(l, l->ops->id, &free_row);
-            if (rc != ROWLOCK_EBUSY)
+            rc = rowlock__explain_busy_row(l, &free_row);
+            if (rc != ROWLOCK_EBUSY || l->found_multi)
                 return rc;
             memcpy(why, l->client->errmsg, sizeof why);
             explained = 1;
@@ -373,8 +399,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * held by a session whose lease already ended. */
         int handed = 0;
         double slice = slice_s(deadline);
-        if (l->client->lease_rule == 2 && slice > ROWLOCK__CLUSTER_SLICE_S)
-            slice = ROWLOCK__CLUSTER_SLICE_S; /* the hint is node-local: look at the row often */
+        if (L->rule && L->rule->slice_max_s > 0 && slice > L->rule->slice_max_s)
+            slice = L->rule->slice_max_s; /* the hint is node-local: look at the row often */
         int h = head ? head_wait(l, slice, &handed) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed) {
             ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
@@ -408,6 +434,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
      * holder releases. */
     if (head)
         (void)named_call(l, SQL_HINT_DROP, L->qname, L->qname_len, 0);
+    if (l->found_multi)
+        return rc; /* a multi-holder name: no one-row claim can take it */
     if (rc != 0 && (flags & ROWLOCK__TRY_HANDED) && l->client->connected) {
         /* Not granted, but a release may have named us while we headed the
          * queue, just before we let the head go: look once more. The claim
@@ -415,7 +443,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
          * write makes that hand-off durable before we report it. */
         rowlock__errsave keep;
         rowlock__error_save(l->client, &keep);
-        int again = attempt(l, lease_ms, 1000, flags);
+        int again = rule_attempt(l, attempt, lease_ms, 1000, flags);
         if (again == 0)
             rc = 0;
         else if (rc == ROWLOCK_EBUSY && again != ROWLOCK_EBUSY)
@@ -433,9 +461,11 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags))
 {
+    l->found_multi = 0;
     int rc = wait_loop(l, wait_ms, lease_ms, attempt);
-    if (l->client->lease_rule == 2)
-        rowlock__cluster_wait_end(l, rc);
+    const rowlock__lease_rule *rule = ROWLOCK__LEASE(l)->rule;
+    if (rule && rule->wait_end)
+        rule->wait_end(l, rc);
     if (rc == 0)
         ROWLOCK__LEASE(l)->strategy_seen = 1; /* a grant proves the row is this strategy's */
     else if (l->held == 0)
@@ -491,37 +521,14 @@ static const char LEASE_RELEASE_PLAIN[] =
     " count = IF(count > 1, count - 1, " ROWLOCK__HINT_FREE ") "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND (count > 1 OR IS_FREE_LOCK(?))";
 
-/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
-static const char LEASE_RENEW[] =
-    "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
-
-/* Params: lease µs, name, owner, strategy. Our owner's live row: count 1,
- * the lease re-armed from now, the token kept (LAST_INSERT_ID). */
-static const char LEASE_ADOPT[] =
-    "/* rowlock:adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1, token = LAST_INSERT_ID(token),"
-    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
-
-/* The same on a Galera cluster (lease_cluster.c): a holder write, so it
- * bumps gen (a taker watching the row must start over) and records the
- * lease; no expires_at test (node clocks): the row still naming our owner
- * means no taker's compare-and-set took it. Params: lease µs, lease µs,
- * name, owner, strategy. */
-static const char LEASE_ADOPT_CLUSTER[] =
-    "/* rowlock:cl-adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1,"
-    " gen = gen + 1, lease_us = GREATEST(lease_us, ?), token = LAST_INSERT_ID(token),"
-    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
-    "WHERE name = ? AND owner = ? AND strategy = ?";
-
 /*
  * Release and renew must not report "busy": a lock wait timeout or deadlock
  * (1205/1213, e.g. against a reaper's DELETE of a neighbouring row) rolled
  * the statement back without effect, so it is simply run again, a few times,
  * then reported as a database error.
  */
-static int exec_retrying(rowlock_lock *l, const char *what, const char *sql, const rowlock__param *p, unsigned np,
-                         rowlock__res *res)
+int rowlock__lease_exec_retrying(rowlock_lock *l, const char *what, const char *sql, const rowlock__param *p,
+                                 unsigned np, rowlock__res *res)
 {
     rowlock_client *c = l->client;
     int rc = ROWLOCK_EBUSY;
@@ -560,7 +567,7 @@ static int lease_release(rowlock_lock *l)
         rowlock__param pp[6] = { RL_STR(L->hint, L->hint_len), RL_STR(l->name, l->name_len),
                                  RL_STR(c->owner, c->owner_len), RL_U64(l->token),
                                  RL_I64(l->ops->id),           RL_STR(L->qname, L->qname_len) };
-        if ((rc = exec_retrying(l, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
+        if ((rc = rowlock__lease_exec_retrying(l, "release", LEASE_RELEASE_PLAIN, pp, 6, &res)))
             return rc;
         if (res.affected == 1)
             return 0;
@@ -570,7 +577,7 @@ static int lease_release(rowlock_lock *l)
                             RL_STR(L->hint, L->hint_len),   RL_STR(L->hint, L->hint_len),
                             RL_STR(l->name, l->name_len),   RL_STR(c->owner, c->owner_len),
                             RL_U64(l->token),               RL_I64(l->ops->id) };
-    if ((rc = exec_retrying(l, "release", LEASE_RELEASE, p, 9, &res)))
+    if ((rc = rowlock__lease_exec_retrying(l, "release", LEASE_RELEASE, p, 9, &res)))
         return rc;
     if (res.affected != 1)
         return rowlock__explain_lost(l, "release");
@@ -594,21 +601,30 @@ int rowlock__lease_release(rowlock_lock *l)
     return rc;
 }
 
+/* The lease parameters a rule's statement starts with, then `rest`. */
+static unsigned rule_params(const rowlock__lease_rule *rule, int64_t lease_ms, const rowlock__param *rest,
+                            unsigned nrest, rowlock__param *out)
+{
+    unsigned n = 0;
+    while (n < rule->lease_args)
+        out[n++] = RL_I64(lease_ms * 1000);
+    for (unsigned i = 0; i < nrest; i++)
+        out[n++] = rest[i];
+    return n;
+}
+
 int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
-                            RL_I64(l->ops->id) };
-    rowlock__res res;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    if (cluster) {
-        rowlock__param pc[5] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3] };
-        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT_CLUSTER, 0, pc, 5, NULL, 0, NULL, NULL, &res);
-    } else
-        rc = rowlock__db_exec(c, "acquire", LEASE_ADOPT, 0, p, 4, NULL, 0, NULL, NULL, &res);
+    rowlock__param rest[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(l->ops->id) };
+    rowlock__param p[5];
+    unsigned np = rule_params(rule, lease_ms, rest, 3, p);
+    rowlock__res res;
+    rc = rowlock__db_exec(c, "acquire", rule->adopt_sql, 0, p, np, NULL, 0, NULL, NULL, &res);
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
     if (rc)
@@ -622,18 +638,16 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
-                            RL_U64(l->token), RL_I64(l->ops->id) };
-    rowlock__res res;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    if (cluster) {
-        rowlock__param pc[6] = { RL_I64(lease_ms * 1000), p[0], p[1], p[2], p[3], p[4] };
-        rc = exec_retrying(l, "renew", rowlock__cluster_renew_sql, pc, 6, &res);
-    } else
-        rc = exec_retrying(l, "renew", LEASE_RENEW, p, 5, &res);
+    rowlock__param rest[4] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token),
+                               RL_I64(l->ops->id) };
+    rowlock__param p[6];
+    unsigned np = rule_params(rule, lease_ms, rest, 4, p);
+    rowlock__res res;
+    rc = rowlock__lease_exec_retrying(l, "renew", rule->renew_sql, p, np, &res);
     if (rc)
         return rc;
     if (res.affected == 1)

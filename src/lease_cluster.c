@@ -1,7 +1,9 @@
 /*
- * Lease rows on a Galera cluster: grants, renewals and purges that do not
- * depend on node clocks agreeing (schema 0003: columns gen and lease_us, the
- * token floor table).
+ * The cluster lease rule (lease_rule.h; chosen for a connection to a Galera
+ * node): lease rows' grants, renewals and purges that do not depend on node
+ * clocks agreeing (schema 0003: columns gen and lease_us, the token floor
+ * table). lease.c calls it through rowlock__lease_rule_cluster only; it calls
+ * row.c and db.c, never lease.c.
  *
  * On one server, "the lease ended" is `expires_at <= UTC_TIMESTAMP(6)`: one
  * clock writes and reads expires_at. On a cluster every node writes
@@ -58,12 +60,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Rates of monotonic clocks may differ by this much between a holder and a
+ * taker, beyond the holder's own allowance (keeper.c); plus a fixed margin. */
+#define ROWLOCK__CLUSTER_DRIFT_PPM 1000
+#define ROWLOCK__CLUSTER_MARGIN_US 1000
+/* A reservation of the next grant (fairness) that nobody used while the
+ * row stayed unchanged this long beyond its lease is ignored. */
+#define ROWLOCK__CLUSTER_RESERVE_GRACE_US 500000
+/* A waiter's longest wait on the (node-local) wake-up hint between looks at
+ * the row on a cluster, in s: a release on another node wakes nobody here,
+ * and a waiter the next grant is reserved for must not sleep through it. */
+#define ROWLOCK__CLUSTER_SLICE_S 0.05
+
 /* A new token on a cluster: ROWLOCK__NEW_TOKEN and above the floor. */
 #define CL_NEW_TOKEN                                                                                          \
     "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)),"         \
     " IFNULL((SELECT f.token + 1 FROM `{{table}}_floor` f WHERE f.id = 1 LOCK IN SHARE MODE), 1))"
-
-static const char SQL_WSREP_ON[] = "/* rowlock:cl-wsrep */ SELECT @@global.wsrep_on";
 
 /* Params: name. The row as a taker needs it; lease_us 0 (a row written
  * before schema 0003, or by a single server) falls back to the row's own
@@ -112,43 +124,29 @@ static const char CL_REENTER[] =
     " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND strategy = ? AND owner = ? AND token = ? AND gen = ?";
 
+/* Adopting our owner's live row (lease.c, after a claim whose reply was
+ * lost): a holder write, so it
+ * bumps gen (a taker watching the row must start over) and records the
+ * lease; no expires_at test (node clocks): the row still naming our owner
+ * means no taker's compare-and-set took it. Params: lease µs, lease µs,
+ * name, owner, strategy. */
+static const char CL_ADOPT[] =
+    "/* rowlock:cl-adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1,"
+    " gen = gen + 1, lease_us = GREATEST(lease_us, ?), token = LAST_INSERT_ID(token),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND strategy = ?";
+
+
 /* Params: lease µs, lease µs, name, owner, token, strategy. Rows changed:
  * 1 renewed, 0 lost. No clock in the condition: a row still naming our
  * owner and token was taken by nobody (a taker changes the token). */
-const char rowlock__cluster_renew_sql[] =
+static const char CL_RENEW[] =
     "/* rowlock:cl-renew */ UPDATE `{{table}}` SET gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
     " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
 
-int rowlock__cluster_rule(rowlock_client *c, int *on)
-{
-    if (c->lease_rule == 0) {
-        const char *force = getenv("ROWLOCK_LEASE_RULE");
-        if (force && strcmp(force, "cluster") == 0) {
-            c->lease_rule = 2;
-        } else if (force && strcmp(force, "server") == 0) {
-            c->lease_rule = 1;
-        } else {
-            rowlock__col col = { .type = ROWLOCK__T_I64 };
-            rowlock__errsave keep;
-            rowlock__error_save(c, &keep);
-            int rc = rowlock__db_exec(c, "cluster check", SQL_WSREP_ON, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
-            if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */) {
-                rowlock__error_restore(c, &keep);
-                col.i = 0;
-                col.is_null = 0;
-            } else if (rc) {
-                return rc;
-            }
-            c->lease_rule = !col.is_null && col.i ? 2 : 1;
-        }
-    }
-    *on = c->lease_rule == 2;
-    return 0;
-}
-
 /* How long a taker must see a held row unchanged, in µs. */
-int64_t rowlock__cluster_wait_us(int64_t lease_us)
+static int64_t cluster_wait_us(int64_t lease_us)
 {
     return lease_us + lease_us / 1000000 * ROWLOCK__CLUSTER_DRIFT_PPM + ROWLOCK__CLUSTER_MARGIN_US;
 }
@@ -167,10 +165,7 @@ typedef struct cl_row {
 
 static uint64_t hash64(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
+    return rowlock__fnv1a(ROWLOCK__FNV1A_START, s, strlen(s));
 }
 
 static int cl_read(rowlock_lock *l, cl_row *r)
@@ -206,7 +201,7 @@ static int cl_read(rowlock_lock *l, cl_row *r)
     return 0;
 }
 
-int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
+static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
@@ -228,13 +223,15 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
         if (rc)
             return rc;
         l->token = res.insert_id;
-        rowlock__hint_take(l); /* a new row: its INSERT took no hint */
+        L->hint_owed = 1; /* a new row: its INSERT took no hint (lease.c takes it) */
         return 0;
     }
     if (r.strategy != sid)
-        return rowlock__explain_busy(l, l->ops->id);
-    if (r.held && r.owner[0] == '\0')
-        return ROWLOCK__EMULTI; /* a multi-holder name (holders.c): never taken over here */
+        return rowlock__explain_busy(l);
+    if (r.held && r.owner[0] == '\0') {
+        l->found_multi = 1; /* a multi-holder name (holders.c): never taken over here */
+        return ROWLOCK_EBUSY;
+    }
     const uint64_t next = r.next[0] ? hash64(r.next) : 0;
     if (!L->cl_seen || r.token != L->cl_token || r.gen != L->cl_gen || r.held != L->cl_held || next != L->cl_next) {
         L->cl_seen = 1;
@@ -267,7 +264,7 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
         return 0;
     }
     const int64_t seen_for = seen_at - L->cl_since_us;
-    const int64_t lease_wait = r.held ? rowlock__cluster_wait_us(r.lease_us) : 0;
+    const int64_t lease_wait = r.held ? cluster_wait_us(r.lease_us) : 0;
     const int ours = strcmp(r.owner, c->owner) == 0;
     int ended = !r.held || ours || seen_for >= lease_wait;
     /* A reservation of another waiter holds unless it went unused while
@@ -311,7 +308,7 @@ int rowlock__cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remainin
     return ROWLOCK_EBUSY;
 }
 
-void rowlock__cluster_wait_end(rowlock_lock *l, int rc)
+static void cluster_wait_end(rowlock_lock *l, int rc)
 {
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     rowlock_client *c = l->client;
@@ -369,7 +366,7 @@ typedef struct reap_state {
     size_t n, cap;
 } reap_state;
 
-void rowlock__cluster_client_free(rowlock_client *c)
+static void cluster_client_free(rowlock_client *c)
 {
     reap_state *s = c->cluster;
     if (s)
@@ -470,8 +467,8 @@ static int survey_row(void *arg)
     return 0;
 }
 
-int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
-                          int64_t start, rowlock_reap_stats *st)
+static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
+                        int64_t start, rowlock_reap_stats *st)
 {
     reap_state *s = c->cluster;
     if (s == NULL && (s = c->cluster = calloc(1, sizeof *s)) == NULL)
@@ -522,7 +519,7 @@ int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, i
             continue; /* gone, renewed by its node's clock, or taken: forget it */
         if (e->since_us == x.now)
             e->since_us = after;
-        if (!dry_run && after - e->since_us >= rowlock__cluster_wait_us(e->lease_us) &&
+        if (!dry_run && after - e->since_us >= cluster_wait_us(e->lease_us) &&
             !(max_us > 0 && after - start >= max_us)) {
             rowlock__param p[3] = { RL_STR(e->name, strlen(e->name)), RL_U64(e->token), RL_U64(e->gen) };
             uint64_t n = 0;
@@ -542,3 +539,16 @@ int rowlock__cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, i
     st->complete = free_done && keep == 0 && !x.oom;
     return x.oom ? rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory") : 0;
 }
+
+const rowlock__lease_rule rowlock__lease_rule_cluster = {
+    .name = "cluster",
+    .flags = ROWLOCK__RULE_CAUSAL,
+    .slice_max_s = ROWLOCK__CLUSTER_SLICE_S,
+    .attempt = cluster_attempt,
+    .wait_end = cluster_wait_end,
+    .renew_sql = CL_RENEW,
+    .adopt_sql = CL_ADOPT,
+    .lease_args = 2,
+    .reap = cluster_reap,
+    .client_free = cluster_client_free,
+};

@@ -40,7 +40,7 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
                              "lock_new: rowlock_lock_options.version is %u, this library knows 1-%d (start from "
                              "ROWLOCK_LOCK_OPTIONS_INIT)",
                              opts->version, ROWLOCK_LOCK_OPTIONS_VERSION);
-    rowlock_strategy s = opts && opts->strategy ? opts->strategy : ROWLOCK_STRATEGY_INSERT;
+    rowlock_strategy s = opts && opts->strategy ? opts->strategy : rowlock__strategy_default()->id;
     const rowlock__strategy_ops *ops = rowlock__strategy_find(s);
     if (ops == NULL || ops->version != ROWLOCK__STRATEGY_OPS_VERSION)
         return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: unknown strategy %d", (int)s);
@@ -52,13 +52,23 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     if (permits > ROWLOCK_PERMITS_MAX)
         return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: %u permits is over the limit (%u)", permits,
                              ROWLOCK_PERMITS_MAX);
-    if (permits > 0 && s != ROWLOCK_STRATEGY_INSERT)
-        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "lock_new: semaphores (permits) need the insert strategy, not %s", ops->name);
-    if (mode == ROWLOCK_MODE_SHARED && s == ROWLOCK_STRATEGY_OPTIMISTIC)
-        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "lock_new: the optimistic strategy has no shared mode (its version row has one owner, "
-                             "and a compare-and-set cannot count readers); use insert or for-update");
+    /* A mode is a strategy's capability (ops->modes): refused here when
+     * the strategy has none, naming the strategies that have it. */
+    if (permits > 0 && !(ops->modes & ROWLOCK__M_PERMITS)) {
+        const rowlock__strategy_ops *with = rowlock__strategy_offering(ROWLOCK__M_PERMITS);
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED, "lock_new: semaphores (permits) need the %s strategy, not %s",
+                             with ? with->name : "(no)", ops->name);
+    }
+    if (mode == ROWLOCK_MODE_SHARED && !(ops->modes & ROWLOCK__M_SHARED)) {
+        char with[64] = "";
+        for (size_t i = 0; rowlock__strategy_at(i); i++) {
+            const rowlock__strategy_ops *o = rowlock__strategy_at(i);
+            if (o->modes & ROWLOCK__M_SHARED)
+                snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? " or " : "", o->name);
+        }
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED, "lock_new: the %s strategy has no shared mode (%s); use %s",
+                             ops->name, ops->modes_note ? ops->modes_note : "it has one holder per name", with);
+    }
 
     if (name == NULL)
         return rowlock__fail(c, ROWLOCK_EINVALID, "lock_new: lock name is NULL");
@@ -89,7 +99,6 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     l->name_len = n;
     l->mode = mode;
     l->permits = permits;
-    l->multi = s == ROWLOCK_STRATEGY_INSERT && (mode == ROWLOCK_MODE_SHARED || permits > 0);
     quote_name(l->shown, sizeof l->shown, name);
     int rc = ops->lock_init ? ops->lock_init(l) : 0;
     if (rc) {
@@ -270,7 +279,7 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
         if (adopted)
             return 0;
         if (rc == 0)
-            rc = rowlock__mode_acquire(l, left, lease_ms);
+            rc = l->ops->acquire(l, left, lease_ms);
         if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
             l->claim_uncertain = 1;
         /* The one table (error.c) says which errors end by themselves. */
@@ -359,7 +368,7 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     int kept = l->held == 1 && l->keep_on;
     if (kept)
         KEEPER(l->client, forget, l);
-    rc = l->held_multi ? rowlock__holders_release(l) : l->ops->release(l);
+    rc = l->ops->release(l);
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
         KEEPER(l->client, granted, l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
@@ -392,7 +401,7 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
     if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
         return rc;
     int64_t sent = rowlock__now_us();
-    rc = l->held_multi ? rowlock__holders_renew(l, lease_ms) : l->ops->renew(l, lease_ms);
+    rc = l->ops->renew(l, lease_ms);
     if (rc == 0) {
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
                           "%s (%s): token %llu, lease %lld ms (%s)", l->shown, l->ops->name,
@@ -441,13 +450,15 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info)
     /* What the row says decides how to look, not the handle's strategy: a
      * for-update holder is a row lock and needs the strategy's probe. */
     rowlock_info full = ROWLOCK_INFO_INIT;
-    int rc = rowlock__row_read_current(l->client, l->name, l->name_len, &full);
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(l->client, &rule); /* a cluster's reads must be causal */
+    if (rc == 0)
+        rc = rowlock__row_read_current(l->client, (rule->flags & ROWLOCK__RULE_CAUSAL) != 0, l->name, l->name_len,
+                                       &full);
     if (rc == 0 && full.exists) {
         const rowlock__strategy_ops *row_ops = rowlock__strategy_find(full.strategy);
         if (row_ops && row_ops->inspect)
             rc = row_ops->inspect(l, &full);
-        if (rc == 0)
-            rc = rowlock__holders_inspect(l->client, &full);
     }
     if (rc == 0)
         rowlock__info_copy_out(info, &full);

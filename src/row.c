@@ -100,12 +100,9 @@ int rowlock__row_read(rowlock_client *c, const char *name, size_t name_len, rowl
     return row_read(c, SQL_ROW, 0, name, name_len, info);
 }
 
-int rowlock__row_read_current(rowlock_client *c, const char *name, size_t name_len, rowlock_info *info)
+int rowlock__row_read_current(rowlock_client *c, int causal, const char *name, size_t name_len, rowlock_info *info)
 {
-    int cluster = 0, rc = rowlock__cluster_rule(c, &cluster);
-    if (rc)
-        return rc;
-    return row_read(c, cluster ? SQL_ROW_CAUSAL : SQL_ROW, 0, name, name_len, info);
+    return row_read(c, causal ? SQL_ROW_CAUSAL : SQL_ROW, 0, name, name_len, info);
 }
 
 int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_len, long lock_wait_ms,
@@ -116,7 +113,7 @@ int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_le
 
 /* Explain a lost claim; *free_row is set when the row was free or its lease
  * had ended (the claim lost only to the hint gate or to a race). */
-int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_row)
+int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
 {
     rowlock_info info = ROWLOCK_INFO_INIT;
     rowlock__errsave keep;
@@ -126,16 +123,17 @@ int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_
         return rc;
     if (free_row)
         *free_row = !info.exists || !info.held;
-    if (info.exists && info.strategy != want) {
+    if (info.exists && info.strategy != l->ops->id) {
         const char *other = rowlock__strategy_find(info.strategy) ? rowlock_strategy_name(info.strategy) : NULL;
         return rowlock__fail(l->client, ROWLOCK_EINVALID,
                              "acquire %s (%s): the name is managed by the %s strategy; use %s for it (a name "
                              "changes strategy only after the reaper purges its row)",
                              l->shown, l->ops->name, other ? other : "unknown", other ? other : "the same strategy");
     }
-    if (info.exists && info.held && !info.owner[0] && info.strategy == ROWLOCK_STRATEGY_INSERT &&
-        want == ROWLOCK_STRATEGY_INSERT)
-        return ROWLOCK__EMULTI; /* owner '': a multi-holder name (holders.c) */
+    if (rowlock__strategy_multi_row(&info)) {
+        l->found_multi = 1; /* a multi-holder name (holders.c): the one-row path stops here */
+        return ROWLOCK_EBUSY;
+    }
     if (info.exists && info.held && info.owner[0]) {
         char owner[4 * ROWLOCK_OWNER_MAX + 8]; /* written by another client: escaped */
         rowlock_escape(owner, sizeof owner, info.owner, strlen(info.owner));
@@ -149,9 +147,9 @@ int rowlock__explain_busy_row(rowlock_lock *l, rowlock_strategy want, int *free_
                          l->ops->name);
 }
 
-int rowlock__explain_busy(rowlock_lock *l, rowlock_strategy want)
+int rowlock__explain_busy(rowlock_lock *l)
 {
-    return rowlock__explain_busy_row(l, want, NULL);
+    return rowlock__explain_busy_row(l, NULL);
 }
 
 int rowlock__explain_lost(rowlock_lock *l, const char *what)

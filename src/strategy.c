@@ -1,14 +1,13 @@
 /*
- * The list of strategies (ROWLOCK__STRATEGY_LIST in rowlock_int.h is the only
+ * The list of strategies (ROWLOCK__STRATEGY_LIST in strategy.h is the only
  * one), their names, and the strategies' private per-client state.
  *
  * Per-client state is allocated when a client makes its first handle of a
  * strategy (ops->client_state_size bytes, zeroed), freed with the client
  * after ops->client_free, and told by ops->session_ended when the client's
- * session ends (client.c sets rowlock__strategy_session_ended() as the
- * client's session_ended hook, which the db layer calls when it closes a
- * connection: a notification, not a call by name up the layers; it runs no
- * SQL).
+ * session ends (client.c's session_ended hook, which the db layer calls
+ * when it closes a connection, calls rowlock__strategy_session_ended(): a
+ * notification, not a call by name up the layers; it runs no SQL).
  */
 #include "rowlock_int.h"
 
@@ -25,6 +24,25 @@ static const rowlock__strategy_ops *const all[] = {
 const rowlock__strategy_ops *rowlock__strategy_at(size_t i)
 {
     return i < NALL ? all[i] : NULL;
+}
+
+const rowlock__strategy_ops *rowlock__strategy_default(void)
+{
+    return all[0];
+}
+
+const rowlock__strategy_ops *rowlock__strategy_offering(unsigned int mode)
+{
+    for (size_t i = 0; i < NALL; i++)
+        if (all[i]->modes & mode)
+            return all[i];
+    return NULL;
+}
+
+int rowlock__strategy_multi_row(const rowlock_info *info)
+{
+    const rowlock__strategy_ops *ops = rowlock__strategy_find(info->strategy);
+    return ops && (ops->flags & ROWLOCK__S_MULTI_ROWS) && info->held && !info->owner[0];
 }
 
 const rowlock__strategy_ops *rowlock__strategy_find(rowlock_strategy id)

@@ -87,7 +87,6 @@ static const char CREATE_ROW[] =
     "/* rowlock:fu-create-row */ INSERT IGNORE INTO `{{table}}` (name, strategy, owner, count, token) VALUES (?, 2, NULL, 0, 0)";
 /* Non-waiting probe for inspect: autocommit, so the share lock ends with it. */
 static const char PROBE[] = "/* rowlock:fu-probe */ SELECT 1 FROM `{{table}}` WHERE name = ? LOCK IN SHARE MODE NOWAIT";
-static const char WSREP[] = "/* rowlock:fu-wsrep */ SELECT @@global.wsrep_on";
 
 /* Per-client state: the one transaction this client may hold open. */
 typedef struct fu_client {
@@ -95,7 +94,6 @@ typedef struct fu_client {
     unsigned int count; /* acquisitions across handles; 0: no transaction */
     int mode;           /* the mode the transaction holds the row in */
     uint64_t token;
-    int wsrep_checked;  /* 0 unknown, 1 not a cluster, 2 cluster (wsrep_on) */
     long wait_s;        /* the session's wait_timeout as set by us; 0: not set on this session
                            (wrapped: while set, the application's own is in @rowlock_wait_timeout) */
 } fu_client;
@@ -109,7 +107,6 @@ static void fu_session_ended(rowlock_client *c, void *state)
     fu_client *f = state;
     f->count = 0;
     f->name[0] = '\0';
-    f->wsrep_checked = 0;
     f->wait_s = 0;
 }
 
@@ -152,19 +149,11 @@ static void restore_wait(rowlock_client *c, fu_client *f)
 static int check_cluster(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
-    fu_client *f = FU(c);
-    if (f->wsrep_checked == 0) {
-        rowlock__col col = { .type = ROWLOCK__T_I64 };
-        rowlock__res res;
-        int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (for-update): cluster check", .tmpl = WSREP,
-                                            .cols = &col, .ncols = 1, .res = &res));
-        if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */)
-            col.i = 0;
-        else if (rc)
-            return rc;
-        f->wsrep_checked = col.i ? 2 : 1;
-    }
-    if (f->wsrep_checked == 2 && !(c->flags & ROWLOCK_CLIENT_SINGLE_NODE))
+    int galera = 0;
+    int rc = rowlock__galera_node(c, &galera); /* the connection's one probe (lease_rule.c) */
+    if (rc)
+        return rc;
+    if (galera && !(c->flags & ROWLOCK_CLIENT_SINGLE_NODE))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
                              "acquire %s (for-update): the server is a Galera cluster node (wsrep_on=ON), where "
                              "SELECT ... FOR UPDATE locks one node only; use the insert or optimistic strategy, or "
@@ -266,7 +255,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
         }
         if (res.rows == 1 && cols[0].i != ROWLOCK_STRATEGY_FOR_UPDATE) {
             rollback(c);
-            return rowlock__explain_busy(l, ROWLOCK_STRATEGY_FOR_UPDATE);
+            return rowlock__explain_busy(l);
         }
         if (res.rows == 1) {
             f->count = 1;
@@ -401,6 +390,7 @@ const rowlock__strategy_ops rowlock__strategy_for_update = {
     .id = ROWLOCK_STRATEGY_FOR_UPDATE,
     .name = "for-update",
     .flags = ROWLOCK__S_TRANSACTION,
+    .modes = ROWLOCK__M_SHARED, /* a share lock on the row (no permits: InnoDB has no counted lock) */
     .client_state_size = sizeof(fu_client),
     .session_ended = fu_session_ended,
     .acquire = fu_acquire,

@@ -156,9 +156,6 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
 static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags)
 {
     rowlock_client *c = l->client;
-    int cluster = 0, rc0 = rowlock__cluster_rule(c, &cluster);
-    if (rc0 || cluster)
-        return rc0 ? rc0 : rowlock__cluster_attempt(l, lease_ms, remaining_ms, flags);
     /* A try-once does not wait on row locks at all; a waiter waits up to 1 s
      * for the concurrent statement holding the row (normally microseconds;
      * a for-update holder of a name we may not use holds it longer). */
@@ -192,22 +189,61 @@ static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_m
     return 0;
 }
 
-static int insert_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+/* The one-row protocol (the rest of this file). */
+static int one_row_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
     return rowlock__wait_loop(l, wait_ms, lease_ms, insert_attempt);
+}
+
+/*
+ * Modes (shared, permits): names with several holders, in the holders
+ * table (holders.c, whose opening comment is the design). A shared or
+ * semaphore handle always acquires there; an exclusive one takes the
+ * one-row protocol until a claim finds the name's row turned into a
+ * multi-holder row, then acquires there too. A grant's release and renewal
+ * follow where it was made (l->held_multi).
+ */
+static int insert_lock_init(rowlock_lock *l)
+{
+    l->multi = l->mode == ROWLOCK_MODE_SHARED || l->permits > 0;
+    return rowlock__lease_lock_init(l);
+}
+
+static int insert_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    return rowlock__holders_acquire(l, wait_ms, lease_ms, one_row_acquire);
+}
+
+static int insert_release(rowlock_lock *l)
+{
+    return l->held_multi ? rowlock__holders_release(l) : rowlock__lease_release(l);
+}
+
+static int insert_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    return l->held_multi ? rowlock__holders_renew(l, lease_ms) : rowlock__lease_renew(l, lease_ms);
+}
+
+/* A multi-holder name's row shows owner '' and a lease to 9999: its
+ * holders say who holds it. */
+static int insert_inspect(rowlock_lock *l, rowlock_info *info)
+{
+    return rowlock__holders_inspect(l->client, info);
 }
 
 const rowlock__strategy_ops rowlock__strategy_insert = {
     .version = ROWLOCK__STRATEGY_OPS_VERSION,
     .id = ROWLOCK_STRATEGY_INSERT,
     .name = "insert",
-    .flags = ROWLOCK__S_LEASE_ROW,
+    .flags = ROWLOCK__S_LEASE_ROW | ROWLOCK__S_MULTI_ROWS,
+    .modes = ROWLOCK__M_SHARED | ROWLOCK__M_PERMITS,
     .lock_state_size = sizeof(rowlock__lease_lock),
-    .lock_init = rowlock__lease_lock_init,
+    .lock_init = insert_lock_init,
     .lock_free = rowlock__lease_lock_free,
     .client_free = rowlock__lease_client_free,
     .acquire = insert_acquire,
-    .release = rowlock__lease_release,
-    .renew = rowlock__lease_renew,
+    .release = insert_release,
+    .renew = insert_renew,
+    .inspect = insert_inspect,
 };
 

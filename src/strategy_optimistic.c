@@ -86,10 +86,7 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
 {
     rowlock_client *c = l->client;
     long waits = remaining_ms == 0 ? 0 : 1000;
-    int cluster = 0;
-    int rc = rowlock__cluster_rule(c, &cluster);
-    if (rc || cluster)
-        return rc ? rc : rowlock__cluster_attempt(l, lease_ms, remaining_ms, flags);
+    int rc;
     if (ST(l)->version != 0 && l->held == 0) {
         /* The version this handle left at its own release: if nobody took
          * the lock since, one statement claims it. */
@@ -117,7 +114,7 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
         return 0;
     }
     if (row.strategy != ROWLOCK_STRATEGY_OPTIMISTIC)
-        return rowlock__explain_busy(l, ROWLOCK_STRATEGY_OPTIMISTIC);
+        return rowlock__explain_busy(l);
     if (row.held && strcmp(row.owner, c->owner) == 0 && !(flags & ROWLOCK__TRY_HANDED) &&
         !rowlock__lease_client_holds(l)) {
         /* Our owner's live row that no handle of this client holds: a claim
@@ -170,6 +167,8 @@ const rowlock__strategy_ops rowlock__strategy_optimistic = {
     .id = ROWLOCK_STRATEGY_OPTIMISTIC,
     .name = "optimistic",
     .flags = ROWLOCK__S_LEASE_ROW,
+    .modes = 0,
+    .modes_note = "its version row has one owner, and a compare-and-set cannot count readers",
     .lock_state_size = sizeof(optimistic_lock),
     .lock_init = rowlock__lease_lock_init,
     .lock_free = rowlock__lease_lock_free,

@@ -171,6 +171,17 @@ const char *rowlock__table_reserved_text(char *buf, size_t cap)
     return buf;
 }
 
+/* FNV-1a, 64 bits: the names of the server-side named locks (GET_LOCK) a
+ * handle uses (lease.c's hints, holders.c's wake locks) and the cluster
+ * rule's record of a reservation. A changed function renames those locks,
+ * so old and new clients would no longer meet: it stays as it is. */
+uint64_t rowlock__fnv1a(uint64_t h, const void *data, size_t n)
+{
+    for (const unsigned char *p = data, *end = p + n; p < end; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return h;
+}
+
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)
 {
     size_t n = strlen(src);

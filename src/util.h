@@ -32,5 +32,8 @@ const char *rowlock__table_reserved_text(char *buf, size_t cap);
  * one rowlock supports (MariaDB 10.6+), else a static reason. */
 const char *rowlock__server_check(const char *info, unsigned long version);
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap);
+/* FNV-1a over n bytes, from h (start with ROWLOCK__FNV1A_START). */
+#define ROWLOCK__FNV1A_START 0xcbf29ce484222325ULL
+uint64_t rowlock__fnv1a(uint64_t h, const void *data, size_t n);
 
 #endif /* ROWLOCK_UTIL_H */

@@ -79,10 +79,18 @@ endif()
 # read_only and max_connections and drops tables): transient server states
 # are waited out, migrate repairs dropped objects, one table of exit codes.
 if(TARGET tool_rowlock)
+  # The test build of librowlock (the fault seam's objects, never installed)
+  # is the only one that reads ROWLOCK_LEASE_RULE: the script runs the tool
+  # with it (LD_LIBRARY_PATH, ahead of the tool's RUNPATH) where it forces
+  # the cluster lease rule on this single server.
+  add_library(rowlock_testlib SHARED $<TARGET_OBJECTS:rowlock_fault_objects>)
+  target_link_libraries(rowlock_testlib PRIVATE PkgConfig::MYSQLCLIENT Threads::Threads)
+  set_target_properties(rowlock_testlib PROPERTIES OUTPUT_NAME rowlock VERSION ${PROJECT_VERSION}
+    SOVERSION ${ROWLOCK_SOVERSION} LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/testlib)
   add_test(NAME cli_ops COMMAND bash ${_cli}/test_ops.sh)
   set_tests_properties(cli_ops PROPERTIES
     LABELS "db"
-    ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT}"
+    ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>;ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT};ROWLOCK_TESTLIB_DIR=$<TARGET_FILE_DIR:rowlock_testlib>"
     RESOURCE_LOCK rowlock_private_server
     TIMEOUT 300)
 endif()

@@ -12,7 +12,8 @@
 #  3. exit codes: `lock` and `run` give the same code for the same refusal
 #     (78 for an unsupported combination), and `run --help` lists 78.
 #
-# Environment (tests/cli/cli.cmake): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
+# Environment (tests/cli/cli.cmake): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX,
+# ROWLOCK_TESTLIB_DIR (the test build of librowlock).
 # Output: "ok N - ..." lines, then "P passed, F failed".
 # shellcheck source=tests/lib/private_server.bash
 . "$(dirname "$0")/../lib/private_server.bash"
@@ -134,10 +135,11 @@ lrc=$?
 check $? "an unsupported combination: run and lock both exit 78 (run $rrc, lock $lrc)" \
     "$(cat "$W/run.err" "$W/lock.err")"
 # Shared locks on a Galera cluster (the cluster lease rule, forced for the
-# test): refused at acquire, 78 from both (lock gave 69).
-ROWLOCK_LEASE_RULE=cluster "${R[@]}" run -s cl-name true >/dev/null 2>"$W/run.err"
+# test through the test build of the library, which alone reads
+# ROWLOCK_LEASE_RULE): refused at acquire, 78 from both (lock gave 69).
+LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" run -s cl-name true >/dev/null 2>"$W/run.err"
 rrc=$?
-ROWLOCK_LEASE_RULE=cluster "${R[@]}" lock -s cl-name >/dev/null 2>"$W/lock.err"
+LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" lock -s cl-name >/dev/null 2>"$W/lock.err"
 lrc=$?
 ((rrc == 78 && lrc == 78))
 check $? "shared on a cluster: run and lock both exit 78 (run $rrc, lock $lrc)" "$(cat "$W/run.err" "$W/lock.err")"

@@ -1,0 +1,35 @@
+/*
+ * holders.h: the modes of the insert strategy (holders.c): shared locks and
+ * semaphores, names with several holders in <table>_hold.
+ *
+ * Offers: the acquire of a strategy with modes (holders table or the
+ * strategy's one-row protocol), release and renewal of a holders-table
+ * grant, inspect of a multi-holder name, and the reaper's part. Called by:
+ * strategy_insert.c (its acquire, release, renew, inspect), admin.c (reap,
+ * force release through the public rowlock_force_release_holder).
+ *
+ * Included by rowlock_int.h (after the types it needs); include that.
+ */
+#ifndef ROWLOCK_HOLDERS_H
+#define ROWLOCK_HOLDERS_H
+
+/* The acquire of a strategy with modes (the insert strategy's): through
+ * the holders table for shared and semaphore handles and for names with a
+ * multi-holder row, else `one_row` (the strategy's one-row protocol), which
+ * stops with l->found_multi when it finds such a row. The strategy's
+ * release and renew follow l->held_multi. */
+typedef int (*rowlock__acquire_fn)(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row);
+int rowlock__holders_release(rowlock_lock *l);
+int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);
+/* rowlock_inspect() of a multi-holder name (info read from its row, which
+ * shows owner '' and a lease to 9999): held, count (holders), owner (the
+ * first in the queue), stale and lease end from the holders. No-op for other
+ * rows. */
+int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info);
+/* The reaper's part (admin.c): delete holder entries whose lease ended more
+ * than grace_ms ago, `batch` per statement (dry run: count them); adds the
+ * number to *purged. Multi-holder names' rows stay (their tokens). */
+int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged);
+
+#endif

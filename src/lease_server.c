@@ -1,0 +1,30 @@
+/*
+ * The server lease rule (lease_rule.h): one server's clock judges every
+ * lease. A lease has ended when `expires_at <= UTC_TIMESTAMP(6)`, written
+ * and read by the same clock, so a taker may take a long-stale row at once.
+ * The strategies' own attempts (strategy_insert.c, strategy_optimistic.c)
+ * claim by that condition; this file adds the renewal and the adoption of a
+ * lease row, and says which parts of the lease protocol apply: all of them
+ * (the waiter queue's hand-off, multi-holder names, plain reads).
+ */
+#include "rowlock_int.h"
+
+/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
+static const char LEASE_RENEW[] =
+    "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
+
+/* Params: lease µs, name, owner, strategy. Our owner's live row: count 1,
+ * the lease re-armed from now, the token kept (LAST_INSERT_ID). */
+static const char LEASE_ADOPT[] =
+    "/* rowlock:adopt */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET count = 1, token = LAST_INSERT_ID(token),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
+
+const rowlock__lease_rule rowlock__lease_rule_server = {
+    .name = "server",
+    .flags = ROWLOCK__RULE_QUEUE | ROWLOCK__RULE_MULTI,
+    .renew_sql = LEASE_RENEW,
+    .adopt_sql = LEASE_ADOPT,
+    .lease_args = 1,
+};
