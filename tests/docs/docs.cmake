@@ -12,6 +12,8 @@
 #                   (nm -D) and every ROWLOCK_EXTERN of rowlock.h, and no other
 # docs_cli_reserved_tables  --table=<one of rowlock's own objects> is refused,
 #                   the message naming exactly what sql/ creates
+# docs_architecture docs/ARCHITECTURE.md names every file of src/, and every
+#                   path, statement tag and identifier it names exists
 set(_docs ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   add_test(NAME docs_man_pages COMMAND bash ${_docs}/test_man.sh
@@ -26,7 +28,8 @@ add_test(NAME docs_readme COMMAND bash ${_docs}/test_docs.sh readme
          ${PROJECT_VERSION})
 add_test(NAME docs_man_functions COMMAND bash ${_docs}/test_docs.sh api
          ${PROJECT_SOURCE_DIR} $<TARGET_FILE:rowlock>)
-set_tests_properties(docs_readme docs_man_functions PROPERTIES LABELS "unit;doc" TIMEOUT 60)
+add_test(NAME docs_architecture COMMAND bash ${_docs}/test_docs.sh architecture ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_readme docs_man_functions docs_architecture PROPERTIES LABELS "unit;doc" TIMEOUT 60)
 if(TARGET tool_rowlock)
   add_test(NAME docs_cli_unknown_command COMMAND bash ${_docs}/test_docs.sh unknown
            ${PROJECT_SOURCE_DIR} $<TARGET_FILE:tool_rowlock>)

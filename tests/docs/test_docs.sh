@@ -19,9 +19,14 @@
 #           man/librowlock.3 has a .Fn for every function the library exports
 #           (nm -D) and every ROWLOCK_EXTERN function of include/rowlock.h,
 #           and its synopsis gives their prototypes as the header does
+#   architecture SRCDIR [DOC]
+#           docs/ARCHITECTURE.md (or DOC) names every src/*.c and src/*.h,
+#           and every path (src/, include/, tests/, man/, cmake/), statement
+#           tag (rowlock:<tag>) and identifier (rowlock_*, rowlock__*,
+#           ROWLOCK_*) it names exists in the sources
 set -u
 export LC_ALL=C
-CHECK=${1:?usage: test_docs.sh readme|unknown|tables|api SRCDIR ...}
+CHECK=${1:?usage: test_docs.sh readme|unknown|tables|api|architecture SRCDIR ...}
 SRC=${2:?usage: test_docs.sh CHECK SRCDIR ...}
 
 # shellcheck source=tests/lib/tap.bash
@@ -138,8 +143,35 @@ api)
     check_none "librowlock.3's synopsis has the prototypes of rowlock.h ($(wc -l <<<"$hdr"))" \
         "$(diff <(echo "$hdr") <(echo "$syn") | sed -n 's/^</rowlock.h:  /p; s/^>/synopsis:   /p')"
     ;;
+architecture)
+    DOC=$(realpath "${3:-$SRC/docs/ARCHITECTURE.md}")
+    [[ -r $DOC ]] || { fail "$DOC exists"; tap_done; exit; }
+    missing=$(cd "$SRC/src" && for f in *.c *.h; do grep -qwF "$f" "$DOC" || echo "src/$f"; done)
+    check_none "every src/*.c and src/*.h is named in ${DOC##*/}" "$missing"
+    # A path with a placeholder (src/strategy_<name>.c) names no file.
+    paths=$(grep -oE '(^|[^A-Za-z0-9_./-])(src|include|tests|man|cmake)/[A-Za-z0-9_./<>-]*[A-Za-z0-9_>]' "$DOC" |
+        sed 's/^[^a-z]//' | grep -v '<' | sort -u)
+    check_none "every path it names exists ($(wc -w <<<"$paths"))" \
+        "$(for p in $paths; do [[ -e $SRC/$p ]] || echo "$p"; done)"
+    have_tags=$(grep -ohE '/\* rowlock:[a-z0-9-]+ \*/' "$SRC"/src/*.c | sed 's#/\* rowlock:##; s# \*/##' | sort -u)
+    tags=$(grep -oE 'rowlock:[a-z0-9-]*[a-z0-9]' "$DOC" | sed 's/^rowlock://' | sort -u)
+    check_none "every statement tag it names is a statement's ($(wc -w <<<"$tags"))" \
+        "$(comm -23 <(echo "$tags") <(echo "$have_tags"))"
+    # Identifiers (file names such as rowlock_int.h are not); NAME_* names a
+    # family: some identifier must start with NAME_.
+    ids=$(sed -E 's#[A-Za-z0-9_./-]+\.(c|h|md|in|cmake|[0-9])\b##g' "$DOC" |
+        grep -oE '(^|[^A-Za-z0-9_])(rowlock_[A-Za-z0-9_]*[A-Za-z0-9]|ROWLOCK_[A-Z0-9_]*[A-Z0-9])(_\*)?' |
+        sed -E 's/^[^A-Za-z]//' | sort -u)
+    words=$(cat "$SRC"/src/*.[ch] "$SRC"/include/*.h "$SRC"/CMakeLists.txt "$SRC"/cmake/*.cmake |
+        grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u)
+    check_none "every identifier it names is in the sources ($(wc -w <<<"$ids"))" \
+        "$(for i in $ids; do
+            if [[ $i == *'*' ]]; then grep -q "^${i%\*}" <<<"$words" || echo "$i"
+            else grep -qx "$i" <<<"$words" || echo "$i"; fi
+        done)"
+    ;;
 *)
-    echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, tables, api)" >&2
+    echo "test_docs.sh: unknown check '$CHECK' (readme, unknown, tables, api, architecture)" >&2
     exit 64
     ;;
 esac
