@@ -2,7 +2,7 @@
  * The lease protocol shared by the lease strategies (insert, optimistic):
  * the wake-up hint, the waiter queue and the wait loop built on them, and
  * the release and renew of a lease row. The strategies call down into it;
- * it calls down into row.c and db.c, never back up, and reaches the
+ * it calls down into row.c and the db layer (db.h), never back up, and reaches the
  * connection's lease rule (lease_rule.h: one server or a Galera cluster)
  * through the rule's table only: which attempt claims, whether the waiter
  * queue's hand-off applies, how long a hint slice lasts, which statements

@@ -3,7 +3,7 @@
  * node): lease rows' grants, renewals and purges that do not depend on node
  * clocks agreeing (schema 0003: columns gen and lease_us, the token floor
  * table). lease.c calls it through rowlock__lease_rule_cluster only; it calls
- * row.c and db.c, never lease.c.
+ * row.c and the db layer (db.h), never lease.c.
  *
  * On one server, "the lease ended" is `expires_at <= UTC_TIMESTAMP(6)`: one
  * clock writes and reads expires_at. On a cluster every node writes

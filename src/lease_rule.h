@@ -12,7 +12,7 @@
  * strategy_for_update.c (refused on a Galera node): through the table or
  * rowlock__lease_rule_get(), never by a rule's name.
  *
- * A rule calls down only (row.c, db.c, util.c); it never calls lease.c. What
+ * A rule calls down only (row.c, the db layer, util.c); it never calls lease.c. What
  * it must ask of the lease protocol it leaves in the handle's lease state
  * (rowlock__lease_lock: hint_owed).
  */
@@ -49,7 +49,7 @@ typedef struct rowlock__lease_rule {
      * times the lease in µs, then name, owner, strategy. Rows: 1 adopted. */
     const char *adopt_sql;
     unsigned int lease_args;
-    /* May be NULL: then admin.c's batches by expires_at. rowlock_reap's work
+    /* May be NULL: then admin.c's batches by expires_at. rowlock_admin_reap()'s work
      * under this rule (admin.c has checked the options); adds to st. */
     int (*reap)(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run, int64_t start,
                 rowlock_reap_stats *st);

@@ -6,8 +6,8 @@
  * ROWLOCK__STRATEGY_LIST (the one list), the strategies' flags and modes,
  * and strategy.c's lookups and per-client state. Called by: lock.c (every
  * public lock call goes through a table), admin.c and holders.c (what a row
- * of a strategy means: flags, modes), row.c (multi-holder rows), db.c
- * (session ended) and the tools' names (rowlock_strategy_name/parse).
+ * of a strategy means: flags, modes), row.c (multi-holder rows), client.c
+ * (its session_ended hook) and the tools' names (rowlock_strategy_name/parse).
  *
  * Included by rowlock_int.h (after the types it needs); include that.
  */
@@ -53,7 +53,7 @@
  *      its strategy lacks (EUNSUPPORTED), naming the strategies that have
  *      it; `modes_note` says why a strategy has no shared mode.
  *   3. A new mode also needs its public option (rowlock_lock_options) and
- *      its bit here; tests: the modes suite (tests/test_modes.c) per
+ *      its bit here; tests: the modes suite (tests/db/test_modes.c) per
  *      strategy.
  */
 #define ROWLOCK__STRATEGY_OPS_VERSION 2
@@ -130,7 +130,8 @@ const rowlock__strategy_ops *rowlock__strategy_at(size_t i);              /* NUL
 void *rowlock__strategy_client_state(rowlock_client *c, const rowlock__strategy_ops *ops);
 int rowlock__strategy_client_attach(rowlock_client *c, const rowlock__strategy_ops *ops);
 void rowlock__strategy_client_free(rowlock_client *c);
-/* The client's session ended (db.c, on close): calls ops->session_ended. */
+/* The client's session ended (client.c's session_ended hook, which the db
+ * layer calls on close): calls each ops->session_ended. */
 void rowlock__strategy_session_ended(rowlock_client *c);
 
 #endif

@@ -170,7 +170,7 @@ static void test_lease__a_re_entry_restarts_the_session_timer(void **state)
 }
 
 /* After a release the session keeps the lease as its wait_timeout; idle
- * longer, it is closed by the server. db.c sees the close before the next
+ * longer, it is closed by the server. db_connect.c sees the close before the next
  * call and opens a new session, so the call succeeds at the first try
  * (it failed with "Lost connection" before the idle check). */
 static void test_lease__an_idle_session_closed_by_the_server_is_replaced_before_the_next_call(void **state)

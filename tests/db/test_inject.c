@@ -1,5 +1,5 @@
 /*
- * Injected errors, through the test-only seam of src/db.c
+ * Injected errors, through the test-only seam of src/fault.c
  * (ROWLOCK_FAULT_INJECTION, src/rowlock_int.h): named
  * statements made to fail with a chosen MySQL error, stall, or lose their
  * connection after they ran. For every retry and error path of acquire,

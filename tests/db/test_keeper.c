@@ -99,7 +99,7 @@ static void test_keep__renews_through_a_task_ten_leases_long(void **state)
 
 /* The server ends the keeper's session: the keeper reconnects and goes on;
  * the callback never runs. The close is seen either before the next
- * renewal (db.c's idle check: no failure at all) or by that renewal
+ * renewal (db_connect.c's idle check: no failure at all) or by that renewal
  * failing; either way the keeper is on a new session afterwards. */
 static void test_keep__survives_a_killed_keeper_connection(void **state)
 {

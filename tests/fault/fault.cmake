@@ -8,7 +8,7 @@
 #
 #   fault_checker         the checker on synthetic histories (no server)
 #   fault_<scenario>      holder_kill, server_restart, pause, relay, db_error
-#                         (1205/1213/2013 injected through the src/db.c fault
+#                         (1205/1213/2013 injected through the src/fault.c fault
 #                         seam), planted (must make the checker FAIL), soak,
 #                         late_claim
 #   fault_summary         prints the table of every scenario run (last)
@@ -27,7 +27,7 @@ target_link_libraries(fault_worker PRIVATE rowlock)
 target_compile_definitions(fault_worker PRIVATE _GNU_SOURCE)
 
 # The worker again, linked with the library built with the test-only fault
-# seam (ROWLOCK_FAULT_INJECTION, src/db.c) when the build has it: the
+# seam (ROWLOCK_FAULT_INJECTION, src/fault.c) when the build has it: the
 # db_error scenario injects 1205/1213/2013 through ROWLOCK_FAULTS.
 set(_fault_seam_env "")
 if(TARGET rowlock_fault_objects)

@@ -13,7 +13,7 @@ Scenarios:
   relay           a TCP relay between one holder and the server drops the
                   connection, then blackholes it for longer than the lease
   db_error        statements failing with 1205/1213/2013 (needs the fault
-                  seam in src/db.c: see PLACEHOLDER below)
+                  seam in src/fault.c: see PLACEHOLDER below)
   soak            >= 6 workers, several names, random faults for --seconds
                   (default: $ROWLOCK_SOAK_SECONDS, else 120)
   planted         histories with planted bugs (a worker that skips the lock,
@@ -812,7 +812,7 @@ def seam_tags():
 def sc_db_error(run, args):
     """Statements failing with 1205 (lock wait timeout), 1213 (deadlock) or
     2013 (connection lost) at chosen points, through the test-only fault seam
-    of src/db.c (ROWLOCK_FAULTS="tag:nth:errno,..."; the library built with
+    of src/fault.c (ROWLOCK_FAULTS="tag:nth:errno,..."; the library built with
     ROWLOCK_FAULT_INJECTION, linked into FAULT_WORKER_SEAM). Library workers
     only: `rowlock run` is built without the seam."""
     worker = os.environ.get("FAULT_WORKER_SEAM")
