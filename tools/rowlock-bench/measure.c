@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: a measurement: N threads, one client each, in rounds.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- a measurement: N threads, one client each ------------------------------ */
 

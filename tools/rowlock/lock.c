@@ -31,7 +31,7 @@
  * user can bind the name once the supervisor is gone. Protocol: one request
  * line ("unlock" or "check"), one reply line "<exit code> <message>".
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>

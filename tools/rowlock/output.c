@@ -1,7 +1,7 @@
 /*
  * rowlock: lock rows for people (aligned columns) and for programs (JSON).
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>

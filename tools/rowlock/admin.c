@@ -2,7 +2,7 @@
  * rowlock status, list, release --force, migrate: the administrative
  * commands. Each connects, makes one library call and prints its result.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdint.h>

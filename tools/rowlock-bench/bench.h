@@ -1,17 +1,17 @@
 /*
  * rowlock-bench: what its files share. The tool is split along its sections:
  *
- *   rowlock-bench.c    strategies and scenarios, command line, setup, main
- *   bench_util.c       clocks, sample vectors, percentiles, and the watchdog that bounds every phase
- *   bench_sql.c        raw libmysqlclient helpers (the floors), round-trip counting, table maintenance
- *   bench_results.c    the result records of a run
- *   bench_client.c     one client of any kind: a rowlock strategy, GET_LOCK, or raw SQL
- *   bench_measure.c    a measurement: N threads, one client each, in rounds
- *   bench_scenarios.c  the scenarios: uncontended, hot, many, table_size, reaper
- *   bench_output.c     the results table, JSON lines and the targets with their ratios
+ *   main.c       strategies and scenarios, command line, setup, main
+ *   util.c       clocks, sample vectors, percentiles, and the watchdog that bounds every phase
+ *   sql.c        raw libmysqlclient helpers (the floors), round-trip counting, table maintenance
+ *   results.c    the result records of a run
+ *   client.c     one client of any kind: a rowlock strategy, GET_LOCK, or raw SQL
+ *   measure.c    a measurement: N threads, one client each, in rounds
+ *   scenarios.c  the scenarios: uncontended, hot, many, table_size, reaper
+ *   output.c     the results table, JSON lines and the targets with their ratios
  */
-#ifndef ROWLOCK_BENCH_H
-#define ROWLOCK_BENCH_H
+#ifndef ROWLOCK_TOOLS_BENCH_H
+#define ROWLOCK_TOOLS_BENCH_H
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <mysql.h>
-#include "cli_common.h"
+#include "common/cli.h"
 #include "rowlock.h"
 
 extern const char PROG[];
@@ -223,16 +223,16 @@ enum {
 /* ---- shared state and functions, by file ---- */
 
 extern const char *const st_names[ST_COUNT];
-/* rowlock-bench --modes (tools/bench_modes.c): shared readers and semaphores. */
+/* rowlock-bench --modes (modes.c): shared readers and semaphores. */
 int bench_modes_main(int argc, char **argv);
 extern const char *const sc_names[SC_COUNT];
 extern int wd_quit;
 extern volatile sig_atomic_t g_interrupted;
 
-/* rowlock-bench.c */
+/* main.c */
 int sc_applies(int sc, int st);
 
-/* bench_util.c */
+/* util.c */
 int64_t now_ns(void);
 void sleep_ns(int64_t ns);
 int64_t thread_cpu_ns(void);
@@ -247,7 +247,7 @@ void wd_disarm(void);
 void *wd_main(void *arg);
 void on_signal(int sig);
 
-/* bench_sql.c */
+/* sql.c */
 MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap);
 unsigned q_exec(MYSQL *m, const char *sql, uint64_t *affected, char *err, size_t cap);
 unsigned q_str(MYSQL *m, const char *sql, unsigned col, char *out, size_t outcap, char *err,
@@ -264,12 +264,12 @@ int fill_rows(bench *b, const char *table, uint64_t from, uint64_t to, int stale
 int make_table(bench *b, const char *table, char *err, size_t cap);
 int drop_table(bench *b, const char *table, char *err, size_t cap);
 
-/* bench_results.c */
+/* results.c */
 result *res_new(bench *b, int sc, int st, unsigned clients, uint64_t rows);
 void res_fail(result *r, const char *msg);
 const result *res_find(const bench *b, int sc, int st, unsigned clients, uint64_t rows);
 
-/* bench_client.c */
+/* client.c */
 void bc_close(bclient *c);
 int bc_open(bench *b, bclient *c, int st, const char *name, const char *table,
             const char *rawtable, unsigned id);
@@ -277,17 +277,17 @@ int bc_acquire(bclient *c, int64_t wait_ms);
 int bc_release(bclient *c);
 int bc_renew(bclient *c);
 
-/* bench_measure.c */
+/* measure.c */
 void run_round(bench *b, const mspec *m, double seconds, void (*during)(bench *, void *),
                       void *arg, acc *a, result *res);
 void acc_finish(acc *a, result *res, unsigned n, int hot);
 
-/* bench_scenarios.c */
+/* scenarios.c */
 void scenario_simple(bench *b, int sc);
 void scenario_table_size(bench *b);
 void scenario_reaper(bench *b);
 
-/* bench_output.c */
+/* output.c */
 void print_json(const bench *b, const result *r);
 void print_table(const bench *b, FILE *f);
 void print_targets(const bench *b, FILE *f);

@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: the result records of a run.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- configuration, results ------------------------------------------------ */
 

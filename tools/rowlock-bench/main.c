@@ -17,7 +17,7 @@
  * waits by the server, phases by a watchdog thread that aborts the process
  * if a phase overruns its limit.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 const char PROG[] = "rowlock-bench";
 
@@ -464,7 +464,7 @@ int main(int argc, char **argv)
     int64_t t0 = now_ns();
 
     if (argc > 1 && strcmp(argv[1], "--modes") == 0)
-        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: tools/bench_modes.c */
+        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: modes.c */
     memset(&b, 0, sizeof b);
     b.cleanup_ok = 1;
     cli_conn_init(&b.cc);

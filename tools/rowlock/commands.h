@@ -1,44 +1,44 @@
 /*
  * The `rowlock` tool's own declarations, shared by its files:
  *
- *   rowlock.c         main, the command table, help
- *   rowlock_run.c     run: acquire, start COMMAND, renew, supervise, release
- *   rowlock_admin.c   status, list, release --force, migrate
- *   rowlock_output.c  tables and JSON for lock rows
- *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
- *   rowlock_modes.c   permits; the holders of shared locks and semaphores
- *   rowlock_metrics.c metrics: the lock table as a Prometheus exposition
+ *   main.c     main, the command table, help
+ *   run.c      run: acquire, start COMMAND, renew, supervise, release
+ *   admin.c    status, list, release --force, migrate
+ *   output.c   tables and JSON for lock rows
+ *   lock.c     lock/unlock: a lock held across shell commands by a supervisor
+ *   modes.c    permits; the holders of shared locks and semaphores
+ *   metrics.c  metrics: the lock table as a Prometheus exposition
  *
  * Connection options, the option parser, exit codes and small helpers shared
- * with the other tools are in cli_common.h.
+ * with the other tools are in tools/common/cli.h.
  */
-#ifndef ROWLOCK_CLI_H
-#define ROWLOCK_CLI_H
+#ifndef ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
+#define ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
 
 #include <stdio.h>
 
-#include "cli_common.h"
+#include "common/cli.h"
 
 #define PROG "rowlock"
 
 /* A command: argv[0] is its name. Returns the process's exit status. */
 typedef int (*rowlock_cmd_fn)(cli_conn *cc, int argc, char **argv);
 
-/* The whole program but the final rowlock_library_end() (rowlock.c); main()
+/* The whole program but the final rowlock_library_end() (main.c); main()
  * calls it, and so does the parser fuzz target, once per input. */
 int rl_main(int argc, char **argv);
 
 /* Print a command's usage followed by the connection options. */
 void rl_print_cmd_help(const char *usage);
 
-/* rowlock_run.c */
+/* run.c */
 extern const char rl_usage_run[];
 int rl_cmd_run(cli_conn *cc, int argc, char **argv);
 
 /*
  * The options that say how to take a lock, shared by `run` and `lock`: one
  * list (RL_LOCK_OPTSPECS, spliced into each command's cli_optspec table)
- * and one parser (rl_lock_opt, rowlock_run.c), so an option added here
+ * and one parser (rl_lock_opt, run.c), so an option added here
  * applies to both commands. Command-specific options use ids below
  * RL_LO_FIRST.
  */
@@ -84,14 +84,14 @@ int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, con
 /* After the last option: -n beats -w. */
 void rl_lock_opts_done(rl_lock_opts *o);
 
-/* rowlock_admin.c */
+/* admin.c */
 extern const char rl_usage_status[], rl_usage_list[], rl_usage_release[], rl_usage_migrate[];
 int rl_cmd_status(cli_conn *cc, int argc, char **argv);
 int rl_cmd_list(cli_conn *cc, int argc, char **argv);
 int rl_cmd_release(cli_conn *cc, int argc, char **argv);
 int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_modes.c: multi-holder names (shared locks, semaphores) */
+/* modes.c: multi-holder names (shared locks, semaphores) */
 extern const char rl_usage_permits[];
 int rl_cmd_permits(cli_conn *cc, int argc, char **argv);
 /* Print the holders of `name` (NULL: of every multi-holder name) as a table
@@ -119,16 +119,16 @@ typedef struct rl_locks {
 int rl_locks_collect(rowlock_client *c, const char *what, int stale, rl_locks *out);
 void rl_locks_free(rl_locks *l);
 
-/* rowlock_metrics.c */
+/* metrics.c */
 extern const char rl_usage_metrics[];
 int rl_cmd_metrics(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_lock.c */
+/* lock.c */
 extern const char rl_usage_lock[], rl_usage_unlock[];
 int rl_cmd_lock(cli_conn *cc, int argc, char **argv);
 int rl_cmd_unlock(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_output.c */
+/* output.c */
 /* "insert", ... or "unknown". */
 const char *rl_strategy_str(rowlock_strategy s);
 /* One lock row as a JSON object (no newline): the keys of rowlock_info only. */

@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: raw libmysqlclient helpers (the floors), round-trip counting, table maintenance.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 #include "rowlock_int.h"
 
 #include <sys/mman.h>

@@ -2,7 +2,7 @@
  * Multi-holder names (shared locks, semaphores) in the rowlock tool: the
  * permits command, and the holder lines that status and list print.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * end unrenewed. Signals sent to rowlock are forwarded to COMMAND; the
  * database connection is never inherited by it.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
  * stdout (cli_metrics.c writes it; rowlock-reaper --metrics-file writes the
  * same table gauges to a file).
  */
-#include "rowlock_cli.h"
-#include "cli_metrics.h"
+#include "commands.h"
+#include "common/metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
