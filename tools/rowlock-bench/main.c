@@ -19,25 +19,6 @@
  */
 #include "bench.h"
 
-const char PROG[] = "rowlock-bench";
-
-/* ---- strategies and scenarios ------------------------------------------- */
-
-const char *const st_names[ST_COUNT] = {
-    "insert", "for-update", "optimistic", "get_lock", "raw_insert_delete", "do1"
-};
-
-const char *const sc_names[SC_COUNT] = {
-    "uncontended", "hot", "many", "table_size", "reaper"
-};
-
-/* Whether a scenario runs a strategy: do1 holds nothing, so it has no hot
- * scenario; everything else runs everywhere. */
-int sc_applies(int sc, int st)
-{
-    return !(sc == SC_HOT && st == ST_DO1);
-}
-
 /* ---- command line ----------------------------------------------------------------- */
 
 static void usage(FILE *f)
