@@ -8,7 +8,7 @@
  *      the lock options that run and lock share, RL_LOCK_OPTSPECS), checking
  *      its invariants: it always advances and ends, and an option that takes
  *      a value gets one;
- *   2. the program itself, rl_main() (tools/rowlock.c and the command files,
+ *   2. the program itself, rl_main() (tools/rowlock/main.c and the command files,
  *      compiled with CLI_PARSE_ONLY=1: each command returns once its
  *      arguments are parsed and checked, before it connects, forks, changes
  *      its signal mask or opens a socket).
@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowlock_cli.h"
+#include "rowlock/commands.h"
 
 static const cli_optspec specs[] = {
     RL_LOCK_OPTSPECS,

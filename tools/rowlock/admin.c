@@ -2,7 +2,7 @@
  * rowlock status, list, release --force, migrate: the administrative
  * commands. Each connects, makes one library call and prints its result.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdint.h>
@@ -129,7 +129,7 @@ static int parse_simple(cli_conn *cc, const char *cmd, const cli_optspec *specs,
         case CLI_OP_CONN:
             break;
         case SO_HELP:
-            rl_print_cmd_help(usage);
+            rl_print_cmd_help(usage, 0);
             return -1;
         case SO_JSON:
             sa->json = 1;

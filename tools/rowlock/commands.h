@@ -1,44 +1,43 @@
 /*
  * The `rowlock` tool's own declarations, shared by its files:
  *
- *   rowlock.c         main, the command table, help
- *   rowlock_run.c     run: acquire, start COMMAND, renew, supervise, release
- *   rowlock_admin.c   status, list, release --force, migrate
- *   rowlock_output.c  tables and JSON for lock rows
- *   rowlock_lock.c    lock/unlock: a lock held across shell commands by a supervisor
- *   rowlock_modes.c   permits; the holders of shared locks and semaphores
- *   rowlock_metrics.c metrics: the lock table as a Prometheus exposition
+ *   main.c     main, the command table, help
+ *   run.c      run: acquire, start COMMAND, renew, supervise, release
+ *   admin.c    status, list, release --force, migrate
+ *   output.c   tables and JSON for lock rows
+ *   lock.c     lock/unlock: a lock held across shell commands by a supervisor
+ *   hold.c     what run and lock share: the lock options, the held and kept lock
+ *   modes.c    permits; the holders of shared locks and semaphores
+ *   metrics.c  metrics: the lock table as a Prometheus exposition
  *
  * Connection options, the option parser, exit codes and small helpers shared
- * with the other tools are in cli_common.h.
+ * with the other tools are in tools/common/cli.h.
  */
-#ifndef ROWLOCK_CLI_H
-#define ROWLOCK_CLI_H
+#ifndef ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
+#define ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
 
 #include <stdio.h>
 
-#include "cli_common.h"
+#include "common/cli.h"
 
 #define PROG "rowlock"
 
 /* A command: argv[0] is its name. Returns the process's exit status. */
 typedef int (*rowlock_cmd_fn)(cli_conn *cc, int argc, char **argv);
 
-/* The whole program but the final rowlock_library_end() (rowlock.c); main()
+/* The whole program but the final rowlock_library_end() (main.c); main()
  * calls it, and so does the parser fuzz target, once per input. */
 int rl_main(int argc, char **argv);
 
-/* Print a command's usage followed by the connection options. */
-void rl_print_cmd_help(const char *usage);
 
-/* rowlock_run.c */
+/* run.c */
 extern const char rl_usage_run[];
 int rl_cmd_run(cli_conn *cc, int argc, char **argv);
 
 /*
  * The options that say how to take a lock, shared by `run` and `lock`: one
  * list (RL_LOCK_OPTSPECS, spliced into each command's cli_optspec table)
- * and one parser (rl_lock_opt, rowlock_run.c), so an option added here
+ * and one parser (rl_lock_opt, hold.c), so an option added here
  * applies to both commands. Command-specific options use ids below
  * RL_LO_FIRST.
  */
@@ -84,14 +83,64 @@ int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, con
 /* After the last option: -n beats -w. */
 void rl_lock_opts_done(rl_lock_opts *o);
 
-/* rowlock_admin.c */
+/*
+ * The lock a supervisor (run's, lock's) holds: its client and handle, and
+ * the pipe through which the keeper's callback wakes the supervisor (hold.c
+ * says what the two commands share, and what stays in each). Calls in
+ * order: init, connect, new, acquire, keep, confirm; then check in the
+ * supervisor's loop; done at the end, whatever happened. Those returning an
+ * exit status have reported why on stderr.
+ */
+typedef struct rl_hold {
+    rowlock_client *c;
+    rowlock_lock *l;
+    uint64_t token;          /* the grant's fencing token, once acquired */
+    int wake[2];             /* the keeper writes a byte to [1]; poll [0] */
+    int64_t t_start;         /* cli_mono_us(): the first acquire began */
+    int64_t t_try;           /* the last (granting) acquire call began */
+    int64_t t_acq;           /* it returned */
+    uint64_t renewals_seen;  /* for rl_hold_check's `renewed` */
+} rl_hold;
+
+void rl_hold_init(rl_hold *h);
+/* Connect, each round trip bounded by the lease (half of it, 2-30 s, unless
+ * --read-timeout/--write-timeout say otherwise), waiting out a server that
+ * is starting up for at most o->wait_ms; --verbose logs the library's events.
+ * Returns 0 or an exit status. */
+int rl_hold_connect(rl_hold *h, cli_conn *cc, const rl_lock_opts *o);
+/* The lock handle for NAME (strategy, mode, permits of o); a refusal is
+ * reported as `cmd`'s. Returns 0 or an exit status. */
+int rl_hold_new(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *name);
+/* Acquire within o->wait_ms, in slices of at most 1 s; after each busy
+ * slice stop(arg) is asked, and a nonzero answer ends the wait (it is left
+ * in *stopped). Returns the library's code (nothing is reported). */
+int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), void *arg, int *stopped);
+/* Hand the lease to the library's keeper, which wakes the supervisor
+ * through h->wake. A refusal is reported as `fail`. Returns 0 or an exit
+ * status. */
+int rl_hold_keep(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *fail);
+/* When the granting call waited, renew once: its start is no bound for the
+ * lease's. Returns 0, or CLI_EX_TEMPFAIL when the lock is already gone
+ * (reported as `fail`). */
+int rl_hold_confirm(rl_hold *h, const rl_lock_opts *o, const char *fail);
+/* The keeper's status in *ki (*renewed: a renewal since the last check).
+ * Returns 1 when the lock must be taken for lost: the keeper says so, or no
+ * renewal was confirmed until `margin` us before its safe-until time. */
+int rl_hold_check(rl_hold *h, int64_t now, int64_t margin, rowlock_keep_info *ki, int *renewed);
+/* Empty the wake-up pipe (the status is read with rl_hold_check). */
+void rl_hold_wake_drain(rl_hold *h);
+/* Stop keeping, close the pipe, free the handle (what is still held is
+ * given back, one attempt) and the client. */
+void rl_hold_done(rl_hold *h);
+
+/* admin.c */
 extern const char rl_usage_status[], rl_usage_list[], rl_usage_release[], rl_usage_migrate[];
 int rl_cmd_status(cli_conn *cc, int argc, char **argv);
 int rl_cmd_list(cli_conn *cc, int argc, char **argv);
 int rl_cmd_release(cli_conn *cc, int argc, char **argv);
 int rl_cmd_migrate(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_modes.c: multi-holder names (shared locks, semaphores) */
+/* modes.c: multi-holder names (shared locks, semaphores) */
 extern const char rl_usage_permits[];
 int rl_cmd_permits(cli_conn *cc, int argc, char **argv);
 /* Print the holders of `name` (NULL: of every multi-holder name) as a table
@@ -119,16 +168,19 @@ typedef struct rl_locks {
 int rl_locks_collect(rowlock_client *c, const char *what, int stale, rl_locks *out);
 void rl_locks_free(rl_locks *l);
 
-/* rowlock_metrics.c */
+/* metrics.c */
 extern const char rl_usage_metrics[];
 int rl_cmd_metrics(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_lock.c */
+/* lock.c */
 extern const char rl_usage_lock[], rl_usage_unlock[];
 int rl_cmd_lock(cli_conn *cc, int argc, char **argv);
 int rl_cmd_unlock(cli_conn *cc, int argc, char **argv);
 
-/* rowlock_output.c */
+/* output.c */
+/* Print a command's usage, every exit code (all_codes: run and lock, to
+ * which every code applies), then the connection options. */
+void rl_print_cmd_help(const char *usage, int all_codes);
 /* "insert", ... or "unknown". */
 const char *rl_strategy_str(rowlock_strategy s);
 /* One lock row as a JSON object (no newline): the keys of rowlock_info only. */

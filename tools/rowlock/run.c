@@ -4,7 +4,7 @@
  * end unrenewed. Signals sent to rowlock are forwarded to COMMAND; the
  * database connection is never inherited by it.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,88 +84,6 @@ static const cli_optspec run_specs[] = {
     { NULL, 0, 0, 0 },
 };
 
-void rl_lock_opts_init(rl_lock_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->strategy = ROWLOCK_STRATEGY_INSERT;
-    o->wait_ms = ROWLOCK_WAIT_FOREVER;
-    o->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
-    o->conflict_code = CLI_EX_CONFLICT;
-}
-
-int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, const char *val)
-{
-    double s;
-    unsigned long long u;
-    switch (id) {
-    case RL_LO_HELP:
-        rl_print_cmd_help(usage);
-        return -1;
-    case RL_LO_STRATEGY:
-        if (rowlock_strategy_parse(&o->strategy, val) != 0) {
-            fprintf(stderr, "%s: %s: unknown strategy '%s' (insert, for-update, optimistic)\n", PROG, cmd,
-                    cli_q(val));
-            return CLI_EX_USAGE;
-        }
-        return 1;
-    case RL_LO_NONBLOCK:
-        o->nonblock = 1;
-        return 1;
-    case RL_LO_WAIT:
-        s = cli_parse_seconds(val);
-        if (s < 0) {
-            fprintf(stderr, "%s: %s: --wait: '%s' is not a non-negative number of seconds\n", PROG, cmd,
-                    cli_q(val));
-            return CLI_EX_USAGE;
-        }
-        o->wait_ms = (int64_t)llround(s * 1000.0);
-        return 1;
-    case RL_LO_LEASE:
-        s = cli_parse_seconds(val);
-        if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
-            fprintf(stderr, "%s: %s: --lease: '%s' is not a number of seconds between 1 and %lld\n", PROG, cmd,
-                    cli_q(val), (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
-            return CLI_EX_USAGE;
-        }
-        o->lease_ms = (int64_t)llround(s * 1000.0);
-        return 1;
-    case RL_LO_CONFLICT:
-        if (cli_parse_uint(val, 0, 255, &u) != 0) {
-            fprintf(stderr, "%s: %s: --conflict-exit-code: '%s' is not an exit status 0-255\n", PROG, cmd,
-                    cli_q(val));
-            return CLI_EX_USAGE;
-        }
-        o->conflict_code = (int)u;
-        return 1;
-    case RL_LO_VERBOSE:
-        o->verbose = 1;
-        return 1;
-    case RL_LO_SHARED:
-        o->mode = ROWLOCK_MODE_SHARED;
-        return 1;
-    case RL_LO_EXCLUSIVE:
-        o->mode = ROWLOCK_MODE_EXCLUSIVE;
-        return 1;
-    case RL_LO_PERMITS:
-        if (cli_parse_uint(val, 1, ROWLOCK_PERMITS_MAX, &u) != 0) {
-            fprintf(stderr, "%s: %s: --permits: '%s' is not a number of permits 1-%u\n", PROG, cmd, cli_q(val),
-                    ROWLOCK_PERMITS_MAX);
-            return CLI_EX_USAGE;
-        }
-        o->permits = (unsigned int)u;
-        o->mode = ROWLOCK_MODE_SHARED;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-void rl_lock_opts_done(rl_lock_opts *o)
-{
-    if (o->nonblock)
-        o->wait_ms = 0;
-}
-
 /* Signals forwarded to COMMAND. */
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define NFWD ((int)(sizeof fwd_signals / sizeof fwd_signals[0]))
@@ -205,30 +123,13 @@ static int64_t default_grace_us(int64_t lease_ms)
 
 /* What the supervisor knows besides the keeper's status. */
 typedef struct watch {
-    rowlock_lock *lock;
+    rl_hold *h;           /* the lock, its keeper and the keeper's wake-up pipe */
     const char *shown;    /* the lock name, printable */
     int64_t lease_ms;
     int64_t grace_us;     /* SIGTERM -> SIGKILL (--kill-after) */
     int64_t reap_us;      /* SIGKILL -> safe-until */
     int verbose;
-    uint64_t token;
-    int wake_fd;          /* write end: the keeper's callback wakes the supervisor */
 } watch;
-
-/* The keeper's callback (keeper thread): only a wake-up; the supervisor reads
- * the status itself. */
-static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
-{
-    const watch *w = arg;
-    char b = 1;
-    ssize_t n;
-    (void)l;
-    (void)st;
-    do {
-        n = write(w->wake_fd, &b, 1);
-    } while (n < 0 && errno == EINTR);
-    /* EAGAIN: the pipe is full, the supervisor wakes anyway */
-}
 
 /* ---- the watchdog: COMMAND never outlives the lease, even if we stop ------ */
 
@@ -688,12 +589,10 @@ static int set_env(const char *k, const char *v)
  * renewals stopped being confirmed. Returns the exit status to use; *lost
  * set when the lock was lost.
  */
-static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake_rd, const char *what,
-                     int *lost)
+static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const char *what, int *lost)
 {
     int64_t margin, kill_at = 0, term_at = 0, last_loop = 0, expect_wake = 0, paused_us = 0;
     int lost_state = 0, killed = 0, status = 0;
-    uint64_t renewals_seen = 0;
 
     /* SIGTERM this long before safe-until (see the stop schedule above). */
     margin = wt->grace_us + wt->reap_us;
@@ -703,18 +602,14 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
         int64_t now = cli_mono_us(), deadline = -1;
         int timeout_ms, pr;
         rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+        int renewed, expired = rl_hold_check(wt->h, now, margin, &ki, &renewed);
 
-        if (rowlock_keep_status(wt->lock, &ki) != 0)
-            abort();
-        if (wt->verbose && ki.renewals > renewals_seen) {
-            renewals_seen = ki.renewals;
+        if (wt->verbose && renewed)
             fprintf(stderr, "%s: renewed '%s' (token %" PRIu64 ", lease %.3g s, %" PRIu64 " renewals, safe "
-                            "for %.1f s)\n", PROG, wt->shown, wt->token, (double)wt->lease_ms / 1000.0,
+                            "for %.1f s)\n", PROG, wt->shown, wt->h->token, (double)wt->lease_ms / 1000.0,
                     ki.renewals, (double)ki.safe_ms / 1000.0);
-        }
 
-        if (!lost_state && (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE ||
-                            now >= ki.safe_until_us - margin)) {
+        if (!lost_state && expired) {
             char msg[600];
             lost_state = 1;
             if (paused_us > 0) {
@@ -754,7 +649,7 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
             if (kill_at < now)
                 kill_at = now;
             /* No more renewals: the lock is given up. */
-            if (rowlock_keep(wt->lock, NULL) != 0) { /* stopping never fails */ }
+            if (rowlock_keep(wt->h->l, NULL) != 0) { /* stopping never fails */ }
         }
         /* The watchdog's deadline: a backstop half a reap allowance after
          * our own SIGKILL time (still before safe-until), so that it acts
@@ -797,7 +692,7 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
         pfd[0].fd = sfd;
         pfd[0].events = POLLIN;
         pfd[0].revents = 0;
-        pfd[1].fd = wake_rd;
+        pfd[1].fd = wt->h->wake[0];
         pfd[1].events = POLLIN;
         pfd[1].revents = 0;
         last_loop = cli_mono_us();
@@ -816,11 +711,8 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
             fprintf(stderr, "%s: poll: %s\n", PROG, strerror(errno));
             abort();
         }
-        if (pfd[1].revents & POLLIN) {
-            char buf[16];
-            ssize_t n = read(wake_rd, buf, sizeof buf);
-            (void)n; /* only a wake-up; state is read under the mutex */
-        }
+        if (pfd[1].revents & POLLIN)
+            rl_hold_wake_drain(wt->h);
         if (pfd[0].revents & POLLIN) {
             struct signalfd_siginfo si;
             ssize_t n = read(sfd, &si, sizeof si);
@@ -880,25 +772,29 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, int wake
     return CLI_EX_UNAVAILABLE;
 }
 
+/* While waiting for the lock: a forwarded signal ends the wait (rl_hold_acquire). */
+static int acquire_stop(void *fwdset)
+{
+    return pending_fwd_signal(fwdset);
+}
+
 int rl_cmd_run(cli_conn *cc, int argc, char **argv)
 {
     run_args ra;
+    rl_hold h;
     rowlock_client *c = NULL;
     rowlock_lock *l = NULL;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
     sigset_t fwdset, blockset, oldmask;
     struct sigaction sa_dfl, old_chld;
     fdmap fds_before = { NULL, 0, 0 };
-    int rc, k, ex = 0;
-    int64_t t_start, t_acq, t_try = 0, deadline = 0, io_ms;
+    int rc, k, sig, ex = 0;
     char tokbuf[32];
-    int epipe[2] = { -1, -1 }, wpipe[2] = { -1, -1 }, sfd = -1;
+    int epipe[2] = { -1, -1 }, sfd = -1;
     pid_t pid;
     const char *const what = "COMMAND"; /* how messages name the child */
     char *sh_argv[4];
     char **cargv;
     watch wt;
-    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
     int lost = 0;
     char *shown;
     size_t shown_w;
@@ -908,6 +804,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         return rc < 0 ? 0 : rc;
     if (CLI_PARSE_ONLY)
         return 0;
+    rl_hold_init(&h);
     shown = cli_human_str(ra.name, &shown_w);
     if (shown == NULL) {
         fprintf(stderr, "%s: out of memory\n", PROG);
@@ -942,77 +839,26 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
 
     fdmap_scan(&fds_before);
-    /* Bound each round trip so a hung server cannot stall rowlock for long
-     * (the lease deadline is enforced independently of the renewals). */
-    io_ms = ra.o.lease_ms / 2;
-    if (io_ms < 2000)
-        io_ms = 2000;
-    if (io_ms > 30000)
-        io_ms = 30000;
-    if (cc->opts.read_timeout_ms == 0)
-        cc->opts.read_timeout_ms = (unsigned int)io_ms;
-    if (cc->opts.write_timeout_ms == 0)
-        cc->opts.write_timeout_ms = (unsigned int)io_ms;
-
-    rc = cli_conn_open_wait(cc, PROG, 0, ra.o.wait_ms, ra.o.verbose, &c);
-    if (rc != 0) {
-        ex = rc;
+    ex = rl_hold_connect(&h, cc, &ra.o);
+    if (ex == 0)
+        ex = rl_hold_new(&h, &ra.o, "run", ra.name);
+    if (ex != 0)
         goto out;
-    }
-    if (ra.o.verbose)
-        (void)cli_log_to_stderr(c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
+    c = h.c;
+    l = h.l;
 
-    lo.strategy = ra.o.strategy;
-    lo.mode = ra.o.mode;
-    lo.permits = ra.o.permits;
-    rc = rowlock_lock_new(&l, c, ra.name, &lo);
-    if (rc != 0) {
-        cli_report(PROG, "run", c, rc);
-        ex = cli_exit_for(rc);
-        goto out;
+    /* Acquire; a forwarded signal ends the wait, and rowlock with it. */
+    rc = rl_hold_acquire(&h, &ra.o, acquire_stop, &fwdset, &sig);
+    if (sig != 0) {
+        rl_hold_done(&h);
+        cli_conn_free(cc);
+        free(shown);
+        rowlock_library_end();
+        die_by_signal(sig, &oldmask);
     }
-
-    /* Acquire, in slices of at most 1 s so a signal ends the wait promptly. */
-    t_start = cli_mono_us();
-    if (ra.o.wait_ms > 0)
-        deadline = t_start + ra.o.wait_ms * 1000;
-    for (;;) {
-        int64_t slice;
-        int sig;
-        if (ra.o.wait_ms == 0) {
-            slice = 0;
-        } else if (ra.o.wait_ms == ROWLOCK_WAIT_FOREVER) {
-            slice = 1000;
-        } else {
-            slice = (deadline - cli_mono_us() + 999) / 1000;
-            if (slice > 1000)
-                slice = 1000;
-            if (slice < 0)
-                slice = 0;
-        }
-        t_try = cli_mono_us();
-        rc = rowlock_acquire(l, slice, ra.o.lease_ms);
-        /* A transient server state (a restart, read-only, a connection
-         * limit: rowlock_client_transient) is waited out like a busy lock:
-         * the library retries with backoff within each slice. */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && ra.o.wait_ms != 0 && rowlock_client_transient(c)))
-            break;
-        sig = pending_fwd_signal(&fwdset);
-        if (sig != 0) {
-            rowlock_lock_free(l);
-            rowlock_client_free(c);
-            cli_conn_free(cc);
-            free(shown);
-            rowlock_library_end();
-            die_by_signal(sig, &oldmask);
-        }
-        if (ra.o.wait_ms == 0 || (ra.o.wait_ms > 0 && cli_mono_us() >= deadline))
-            break;
-    }
-    t_acq = cli_mono_us();
     if (rc == ROWLOCK_EBUSY) {
         if (ra.o.verbose)
-            fprintf(stderr, "%s: gave up after %.3f s: %s\n", PROG, (double)(t_acq - t_start) / 1e6,
+            fprintf(stderr, "%s: gave up after %.3f s: %s\n", PROG, (double)(h.t_acq - h.t_start) / 1e6,
                     rowlock_client_errmsg(c));
         ex = ra.o.conflict_code;
         goto out;
@@ -1024,45 +870,24 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
     /* The library's keeper renews the lease (on a connection of its own)
      * or, for for-update, watches the holding session; its callback wakes
-     * the supervisor through wpipe. */
-    if (pipe2(wpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        fprintf(stderr, "%s: run: pipe: %s\n", PROG, strerror(errno));
-        ex = CLI_EX_UNAVAILABLE;
-        goto release;
-    }
+     * the supervisor. */
     memset(&wt, 0, sizeof wt);
-    wt.lock = l;
+    wt.h = &h;
     wt.shown = shown;
     wt.lease_ms = ra.o.lease_ms;
     wt.grace_us = ra.grace_us;
     wt.reap_us = reap_us_for(ra.o.lease_ms);
     wt.verbose = ra.o.verbose;
-    wt.token = rowlock_lock_token(l);
-    wt.wake_fd = wpipe[1];
-    ko.lease_ms = ra.o.lease_ms;
-    ko.on_event = on_keep_event;
-    ko.arg = &wt;
-    rc = rowlock_keep(l, &ko);
-    if (rc != 0) {
-        cli_report(PROG, "cannot keep the lock (COMMAND not started)", c, rc);
-        ex = cli_exit_for(rc);
+    ex = rl_hold_keep(&h, &ra.o, "run", "cannot keep the lock (COMMAND not started)");
+    if (ex != 0)
         goto release;
-    }
-    if (t_acq - t_try > 100000) {
-        /* The successful call waited: the grant was made somewhere within it,
-         * so its start is a poor lower bound for the lease start. Renew once
-         * to know exactly (a failure here is handled like any failed renewal). */
-        int r2 = rowlock_renew(l, ra.o.lease_ms);
-        if (r2 != 0 && r2 != ROWLOCK_EDB) {
-            cli_report(PROG, "lost the lock right after acquiring it; COMMAND not started", c, r2);
-            ex = CLI_EX_TEMPFAIL;
-            goto out;
-        }
-    }
+    ex = rl_hold_confirm(&h, &ra.o, "lost the lock right after acquiring it; COMMAND not started");
+    if (ex != 0)
+        goto out;
     snprintf(tokbuf, sizeof tokbuf, "%" PRIu64, rowlock_lock_token(l));
     if (ra.o.verbose)
         fprintf(stderr, "%s: acquired '%s' in %.3f s (strategy %s, token %s, lease %.3g s)\n", PROG,
-                shown, (double)(t_acq - t_start) / 1e6, rl_strategy_str(ra.o.strategy), tokbuf,
+                shown, (double)(h.t_acq - h.t_start) / 1e6, rl_strategy_str(ra.o.strategy), tokbuf,
                 (double)ra.o.lease_ms / 1000.0);
 
     /* The password never reaches COMMAND: rowlock does not read MYSQL_PWD,
@@ -1154,7 +979,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     {
         watchdog wd;
         (void)watchdog_start(&wd, pid, ra.o.verbose, ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE);
-        ex = supervise(pid, &wt, &wd, sfd, wpipe[0], what, &lost);
+        ex = supervise(pid, &wt, &wd, sfd, what, &lost);
         watchdog_stop(&wd);
     }
     {
@@ -1198,10 +1023,8 @@ out:
     if (sfd >= 0 && close(sfd) != 0) { /* nothing to do */ }
     for (k = 0; k < 2; k++) {
         if (epipe[k] >= 0 && close(epipe[k]) != 0) { /* nothing to do */ }
-        if (wpipe[k] >= 0 && close(wpipe[k]) != 0) { /* nothing to do */ }
     }
-    rowlock_lock_free(l);
-    rowlock_client_free(c);
+    rl_hold_done(&h);
     fdmap_free(&fds_before);
     free(shown);
     return ex;

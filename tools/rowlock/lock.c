@@ -31,7 +31,7 @@
  * user can bind the name once the supervisor is gone. Protocol: one request
  * line ("unlock" or "check"), one reply line "<exit code> <message>".
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -407,35 +407,32 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
 
 typedef struct sup {
     lock_args *la;
-    rowlock_client *c;
-    rowlock_lock *l;
+    rl_hold h;        /* the lock, its keeper and the keeper's wake-up pipe */
     char *shown;
     int lost;
     char lost_msg[400];
-    uint64_t token;
-    int wake_fd;      /* write end: the keeper's callback wakes the supervisor */
 } sup;
 
 static void release_now(sup *s, int *code, char *msg, size_t cap)
 {
     int rc;
-    if (s->lost || rowlock_lock_held(s->l) == 0) {
+    if (s->lost || rowlock_lock_held(s->h.l) == 0) {
         *code = CLI_EX_TEMPFAIL;
         snprintf(msg, cap, "lock '%s' was lost before unlock: %s", s->shown, s->lost_msg);
         return;
     }
-    rc = cli_release_retrying(s->l, s->c, s->la->o.lease_ms / 2); /* retried over a failover */
+    rc = cli_release_retrying(s->h.l, s->h.c, s->la->o.lease_ms / 2); /* retried over a failover */
     if (rc == 0) {
         *code = 0;
-        snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->token);
+        snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->h.token);
     } else if (rc == ROWLOCK_ENOTOWNER || rc == ROWLOCK_EINVALID) {
         *code = CLI_EX_TEMPFAIL;
         snprintf(msg, cap, "lock '%s' was lost before unlock: %s (%s)", s->shown,
-                 rowlock_client_errmsg(s->c), rowlock_error_name(rc));
+                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
     } else {
         *code = CLI_EX_UNAVAILABLE;
         snprintf(msg, cap, "cannot release '%s' (it ends with its lease): %s (%s)", s->shown,
-                 rowlock_client_errmsg(s->c), rowlock_error_name(rc));
+                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
     }
     if (s->la->o.verbose || *code != 0)
         fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
@@ -481,7 +478,7 @@ static int serve(sup *s, int fd)
             snprintf(msg, sizeof msg, "lock '%s' was lost: %s", s->shown, s->lost_msg);
         } else {
             code = 0;
-            snprintf(msg, sizeof msg, "held '%s' (token %" PRIu64 ")", s->shown, s->token);
+            snprintf(msg, sizeof msg, "held '%s' (token %" PRIu64 ")", s->shown, s->h.token);
         }
     } else {
         return 0;
@@ -491,28 +488,12 @@ static int serve(sup *s, int fd)
     return end;
 }
 
-/* The keeper's callback (keeper thread): only a wake-up; the supervisor
- * reads the status itself. */
-static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
-{
-    const sup *s = arg;
-    char b = 1;
-    ssize_t n;
-    (void)l;
-    (void)st;
-    do {
-        n = write(s->wake_fd, &b, 1);
-    } while (n < 0 && errno == EINTR);
-    /* EAGAIN: the pipe is full, the supervisor wakes anyway */
-}
-
 /* After the grant: the library's keeper renews (rowlock_keep, as for `run`);
  * the supervisor answers, watches, and decides when the lock must be taken
  * for lost. Returns the supervisor's exit status. */
-static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
+static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
 {
     int64_t lease_us = s->la->o.lease_ms * 1000, margin = lease_us / 6;
-    uint64_t renewals_seen = 0;
     int code;
     char msg[1024];
 
@@ -527,18 +508,15 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
 
         if (!s->lost) {
             rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
-            if (rowlock_keep_status(s->l, &ki) != 0)
-                abort(); /* a valid handle and info: cannot fail */
-            if (s->la->o.verbose && ki.renewals > renewals_seen) {
-                renewals_seen = ki.renewals;
+            int renewed, expired = rl_hold_check(&s->h, now, margin, &ki, &renewed);
+            if (s->la->o.verbose && renewed)
                 fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n", PROG, s->shown,
-                        s->token);
-            }
+                        s->h.token);
             if (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE) {
                 snprintf(msg, sizeof msg, "the lock was lost: %s",
                          ki.reason[0] ? ki.reason : "the keeper no longer holds it");
                 mark_lost(s, msg);
-            } else if (ki.safe_until_us != INT64_MAX && now >= ki.safe_until_us - margin) {
+            } else if (expired) {
                 snprintf(msg, sizeof msg, "the lease could not be renewed (%s) and ends in %.1f s",
                          ki.reason[0] ? ki.reason : "no renewal confirmed",
                          (double)(ki.safe_until_us - now) / 1e6);
@@ -546,7 +524,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
             } else if (ki.safe_until_us != INT64_MAX) {
                 wake = ki.safe_until_us - margin;
             }
-            if (s->lost && rowlock_keep(s->l, NULL) != 0) { /* stopping never fails */ }
+            if (s->lost && rowlock_keep(s->h.l, NULL) != 0) { /* stopping never fails */ }
         }
         /* --verbose reports renewals within a second; without a pidfd the
          * watched pid is polled every second. */
@@ -562,7 +540,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
         pfd[nfd++].events = POLLIN;
         pfd[nfd].fd = sfd;
         pfd[nfd++].events = POLLIN;
-        pfd[nfd].fd = wfd;
+        pfd[nfd].fd = s->h.wake[0];
         pfd[nfd++].events = POLLIN;
         if (pidfd >= 0) {
             ipid = nfd;
@@ -579,11 +557,8 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd, int wfd)
                 goto watched_gone;
             continue;
         }
-        if (pfd[2].revents & POLLIN) {
-            char buf[64];
-            while (read(wfd, buf, sizeof buf) > 0) {
-            } /* the status is read at the top */
-        }
+        if (pfd[2].revents & POLLIN)
+            rl_hold_wake_drain(&s->h); /* the status is read at the top */
         if (pfd[0].revents & POLLIN) {
             int cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
             if (cfd >= 0) {
@@ -617,15 +592,23 @@ watched_gone:
     return 0;
 }
 
+/* While waiting for the lock: SIGTERM, SIGINT or SIGHUP (forwarded by the
+ * front, or sent to us) or the watched shell's exit ends the wait. */
+static int acquire_stop(void *arg)
+{
+    const lock_args *la = arg;
+    sigset_t pend;
+    return (sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) || sigismember(&pend, SIGINT) ||
+                                       sigismember(&pend, SIGHUP))) ||
+           (kill(la->watch, 0) != 0 && errno == ESRCH);
+}
+
 /* The supervisor process: acquire, report on rfd, then supervise_lock. */
 static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
 {
     sup s;
-    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
     sigset_t set;
-    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
-    int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd, wpipe[2] = { -1, -1 };
-    int64_t deadline = 0, io_ms, t_try = 0;
+    int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd, stopped;
     unsigned char secret[SECRET_HEX / 2];
     char handle[HANDLE_MAX], out[2048], head[16];
     size_t len = 0, k, w;
@@ -635,6 +618,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
 
     memset(&s, 0, sizeof s);
     s.la = la;
+    rl_hold_init(&s.h);
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
@@ -675,104 +659,41 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         (void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
 
-    io_ms = la->o.lease_ms / 2;
-    if (io_ms < 2000)
-        io_ms = 2000;
-    if (io_ms > 30000)
-        io_ms = 30000;
-    if (cc->opts.read_timeout_ms == 0)
-        cc->opts.read_timeout_ms = (unsigned int)io_ms;
-    if (cc->opts.write_timeout_ms == 0)
-        cc->opts.write_timeout_ms = (unsigned int)io_ms;
-    rc = cli_conn_open_wait(cc, PROG, 0, la->o.wait_ms, la->o.verbose, &s.c); /* may prompt on /dev/tty (--password) */
-    if (rc != 0) {
-        ex = rc;
+    ex = rl_hold_connect(&s.h, cc, &la->o); /* may prompt on /dev/tty (--password) */
+    if (ex != 0)
         goto report;
-    }
-    if (la->o.verbose)
-        (void)cli_log_to_stderr(s.c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
     /* Out of the caller's session (after the prompt, which needs its
      * terminal): the terminal's signals are not ours; the front process
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
     (void)setsid();
-    lo.strategy = la->o.strategy;
-    lo.mode = la->o.mode;
-    lo.permits = la->o.permits;
-    rc = rowlock_lock_new(&s.l, s.c, la->name, &lo);
-    if (rc != 0) {
-        cli_report(PROG, "lock", s.c, rc);
-        ex = cli_exit_for(rc);
+    ex = rl_hold_new(&s.h, &la->o, "lock", la->name);
+    if (ex != 0)
         goto report;
-    }
-    if (la->o.wait_ms > 0)
-        deadline = cli_mono_us() + la->o.wait_ms * 1000;
-    for (;;) {
-        int64_t slice;
-        sigset_t pend;
-        if (la->o.wait_ms == 0)
-            slice = 0;
-        else if (la->o.wait_ms == ROWLOCK_WAIT_FOREVER)
-            slice = 1000;
-        else {
-            slice = (deadline - cli_mono_us() + 999) / 1000;
-            slice = slice > 1000 ? 1000 : slice < 0 ? 0 : slice;
-        }
-        t_try = cli_mono_us();
-        rc = rowlock_acquire(s.l, slice, la->o.lease_ms);
-        /* Transient server states are waited out like a busy lock (as run). */
-        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && la->o.wait_ms != 0 && rowlock_client_transient(s.c)))
-            break;
-        if ((sigpending(&pend) == 0 && (sigismember(&pend, SIGTERM) ||
-                                        sigismember(&pend, SIGINT) || sigismember(&pend, SIGHUP))) ||
-            (kill(la->watch, 0) != 0 && errno == ESRCH)) {
-            ex = 128 + SIGTERM; /* the front was interrupted, or the shell is gone */
-            goto report;
-        }
-        if (la->o.wait_ms == 0 || (la->o.wait_ms > 0 && cli_mono_us() >= deadline))
-            break;
+    rc = rl_hold_acquire(&s.h, &la->o, acquire_stop, la, &stopped);
+    if (stopped) {
+        ex = 128 + SIGTERM; /* the front was interrupted, or the shell is gone */
+        goto report;
     }
     if (rc == ROWLOCK_EBUSY) {
         if (la->o.verbose)
-            fprintf(stderr, "%s: not acquired: %s\n", PROG, rowlock_client_errmsg(s.c));
+            fprintf(stderr, "%s: not acquired: %s\n", PROG, rowlock_client_errmsg(s.h.c));
         ex = la->o.conflict_code;
         goto report;
     }
     if (rc != 0) {
-        cli_report(PROG, "cannot acquire the lock", s.c, rc);
+        cli_report(PROG, "cannot acquire the lock", s.h.c, rc);
         ex = cli_exit_for(rc); /* the one mapping: 78 for EUNSUPPORTED, as run */
         goto report;
     }
-    s.token = rowlock_lock_token(s.l);
 
     /* The library's keeper renews the lease on a connection of its own (or,
      * for for-update, watches the holding session); its callback wakes the
-     * supervisor through wpipe. */
-    if (pipe2(wpipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-        fprintf(stderr, "%s: lock: pipe: %s\n", PROG, strerror(errno));
-        ex = CLI_EX_UNAVAILABLE;
+     * supervisor. */
+    ex = rl_hold_keep(&s.h, &la->o, "lock", "cannot keep the lock");
+    if (ex == 0)
+        ex = rl_hold_confirm(&s.h, &la->o, "lost the lock right after acquiring it");
+    if (ex != 0)
         goto report;
-    }
-    s.wake_fd = wpipe[1];
-    ko.lease_ms = la->o.lease_ms;
-    ko.on_event = on_keep_event;
-    ko.arg = &s;
-    rc = rowlock_keep(s.l, &ko);
-    if (rc != 0) {
-        cli_report(PROG, "cannot keep the lock", s.c, rc);
-        ex = cli_exit_for(rc);
-        goto report;
-    }
-    if (cli_mono_us() - t_try > 100000) {
-        /* The call that was granted waited: its start is a poor lower bound
-         * for the lease start. Renew once to know exactly (a failure here is
-         * handled like any failed renewal). */
-        rc = rowlock_renew(s.l, la->o.lease_ms);
-        if (rc != 0 && rc != ROWLOCK_EDB) {
-            cli_report(PROG, "lost the lock right after acquiring it", s.c, rc);
-            ex = CLI_EX_TEMPFAIL;
-            goto report;
-        }
-    }
 
     /* The handle and its socket. */
     rnd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -805,8 +726,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         cli_json_string(f, handle);
         fputs(",\"name\":", f);
         cli_json_string(f, la->name);
-        fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.token);
-        cli_json_string(f, rowlock_client_owner(s.c));
+        fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.h.token);
+        cli_json_string(f, rowlock_client_owner(s.h.c));
         fputs(",\"strategy\":", f);
         cli_json_string(f, rl_strategy_str(la->o.strategy));
         fprintf(f, ",\"lease_ms\":%" PRId64 ",\"supervisor_pid\":%ld,\"watched_pid\":%ld}\n",
@@ -823,11 +744,11 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     len = 0;
     len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
                             "ROWLOCK_TOKEN=%" PRIu64 "; export ROWLOCK_TOKEN;\nROWLOCK_NAME=",
-                            handle, s.token);
+                            handle, s.h.token);
     if (sh_quote(out, sizeof out, &len, la->name) != 0)
         goto toolong;
     len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_NAME;\nROWLOCK_OWNER=");
-    if (len >= sizeof out || sh_quote(out, sizeof out, &len, rowlock_client_owner(s.c)) != 0)
+    if (len >= sizeof out || sh_quote(out, sizeof out, &len, rowlock_client_owner(s.h.c)) != 0)
         goto toolong;
     len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_OWNER;\n");
     if (len >= sizeof out)
@@ -836,24 +757,24 @@ verbose:
     if (la->o.verbose)
         fprintf(stderr, "%s: lock supervisor (pid %ld): acquired '%s' (token %" PRIu64
                         "); released when pid %ld exits\n", PROG, (long)getpid(), s.shown,
-                s.token, (long)la->watch);
+                s.h.token, (long)la->watch);
 
 report:
     snprintf(head, sizeof head, "%d\n", ex);
     if (io_all(rfd, head, strlen(head), 0) != 0 || (ex == 0 && io_all(rfd, out, len, 0) != 0)) {
         /* The front is gone (killed): nobody knows the handle; give the lock back. */
-        if (ex == 0 && rowlock_release(s.l) != 0) { /* its lease ends by itself */ }
+        if (ex == 0 && rowlock_release(s.h.l) != 0) { /* its lease ends by itself */ }
         ex = ex == 0 ? CLI_EX_UNAVAILABLE : ex;
     } else if (ex == 0) {
         (void)close(rfd);
         rfd = -1;
-        ex = supervise_lock(&s, lfd, pidfd, sfd, wpipe[0]);
+        ex = supervise_lock(&s, lfd, pidfd, sfd);
     }
     goto out;
 toolong:
     fprintf(stderr, "%s: lock: handle text too long\n", PROG);
     ex = CLI_EX_UNAVAILABLE;
-    if (rowlock_release(s.l) != 0) { /* its lease ends by itself */ }
+    if (rowlock_release(s.h.l) != 0) { /* its lease ends by itself */ }
     goto report;
 out:
     if (rfd >= 0)
@@ -864,13 +785,7 @@ out:
         (void)close(pidfd);
     if (sfd >= 0)
         (void)close(sfd);
-    /* Keeping ends before the pipe its callback writes to is closed. */
-    if (s.l != NULL && rowlock_keep(s.l, NULL) != 0) { /* stopping never fails */ }
-    for (k = 0; k < 2; k++)
-        if (wpipe[k] >= 0)
-            (void)close(wpipe[k]);
-    rowlock_lock_free(s.l);
-    rowlock_client_free(s.c);
+    rl_hold_done(&s.h);
     free(s.shown);
     return ex;
 }

@@ -2,9 +2,9 @@
  * Prometheus text exposition of the lock table and of the reaper's runs
  * (cli_metrics.h). One writer for both tools, so the names and labels agree.
  */
-#include "cli_metrics.h"
+#include "metrics.h"
 
-#include "cli_common.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

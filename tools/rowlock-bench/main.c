@@ -17,26 +17,7 @@
  * waits by the server, phases by a watchdog thread that aborts the process
  * if a phase overruns its limit.
  */
-#include "rowlock_bench.h"
-
-const char PROG[] = "rowlock-bench";
-
-/* ---- strategies and scenarios ------------------------------------------- */
-
-const char *const st_names[ST_COUNT] = {
-    "insert", "for-update", "optimistic", "get_lock", "raw_insert_delete", "do1"
-};
-
-const char *const sc_names[SC_COUNT] = {
-    "uncontended", "hot", "many", "table_size", "reaper"
-};
-
-/* Whether a scenario runs a strategy: do1 holds nothing, so it has no hot
- * scenario; everything else runs everywhere. */
-int sc_applies(int sc, int st)
-{
-    return !(sc == SC_HOT && st == ST_DO1);
-}
+#include "bench.h"
 
 /* ---- command line ----------------------------------------------------------------- */
 
@@ -464,7 +445,7 @@ int main(int argc, char **argv)
     int64_t t0 = now_ns();
 
     if (argc > 1 && strcmp(argv[1], "--modes") == 0)
-        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: tools/bench_modes.c */
+        return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: modes.c */
     memset(&b, 0, sizeof b);
     b.cleanup_ok = 1;
     cli_conn_init(&b.cc);

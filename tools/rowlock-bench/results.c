@@ -1,7 +1,25 @@
 /*
- * rowlock-bench: the result records of a run.
+ * rowlock-bench: the result records of a run, and their keys: the
+ * strategies and scenarios (their names, and which scenario runs which).
  */
-#include "rowlock_bench.h"
+#include "bench.h"
+
+/* ---- strategies and scenarios ------------------------------------------- */
+
+const char *const st_names[ST_COUNT] = {
+    "insert", "for-update", "optimistic", "get_lock", "raw_insert_delete", "do1"
+};
+
+const char *const sc_names[SC_COUNT] = {
+    "uncontended", "hot", "many", "table_size", "reaper"
+};
+
+/* Whether a scenario runs a strategy: do1 holds nothing, so it has no hot
+ * scenario; everything else runs everywhere. */
+int sc_applies(int sc, int st)
+{
+    return !(sc == SC_HOT && st == ST_DO1);
+}
 
 /* ---- configuration, results ------------------------------------------------ */
 

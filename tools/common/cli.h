@@ -3,8 +3,8 @@
  * rowlock-demo): connection options, option files, password prompt, exit codes.
  * Built only on the public API (rowlock.h).
  */
-#ifndef ROWLOCK_CLI_COMMON_H
-#define ROWLOCK_CLI_COMMON_H
+#ifndef ROWLOCK_TOOLS_COMMON_CLI_H
+#define ROWLOCK_TOOLS_COMMON_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>

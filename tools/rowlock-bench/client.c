@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: one client of any kind: a rowlock strategy, GET_LOCK, or raw SQL.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- one client of any kind ------------------------------------------------- */
 

@@ -10,8 +10,8 @@
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
-#include "cli_common.h"
-#include "cli_metrics.h"
+#include "common/cli.h"
+#include "common/metrics.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: clocks, sample vectors, percentiles, and the watchdog that bounds every phase.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- small utilities ------------------------------------------------------ */
 

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli_common.h"
+#include "common/cli.h"
 #include "rowlock.h"
 
 static const char *prog = "rowlock-demo";

@@ -6,7 +6,7 @@
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,15 +76,10 @@ static void print_main_help(void)
     cli_print_exit_codes(stdout);
 }
 
-void rl_print_cmd_help(const char *usage)
+/* The lock-taking commands list every exit code (each one applies). */
+static void print_cmd_help(const struct command *c)
 {
-    fputs(usage, stdout);
-    if (usage == rl_usage_run || usage == rl_usage_lock) { /* the lock-taking commands: every code applies */
-        fputc('\n', stdout);
-        cli_print_exit_codes(stdout);
-    }
-    fputc('\n', stdout);
-    fputs(cli_conn_help, stdout);
+    rl_print_cmd_help(c->usage, c->usage == rl_usage_run || c->usage == rl_usage_lock);
 }
 
 static const struct command *find_command(const char *name)
@@ -121,7 +116,7 @@ static int cmd_help(int argc, char **argv)
         free(h);
         return CLI_EX_USAGE;
     }
-    rl_print_cmd_help(c->usage);
+    print_cmd_help(c);
     return cli_finish_stdout(PROG, 0);
 }
 
@@ -162,7 +157,7 @@ int rl_main(int argc, char **argv)
                 return CLI_EX_USAGE;
             }
             if (c != NULL)
-                rl_print_cmd_help(c->usage);
+                print_cmd_help(c);
             else
                 print_main_help();
             return cli_finish_stdout(PROG, 0);

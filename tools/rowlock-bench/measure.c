@@ -1,7 +1,8 @@
 /*
- * rowlock-bench: a measurement: N threads, one client each, in rounds.
+ * rowlock-bench: a measurement: N threads, one client each, in rounds; and
+ * the round trips of one client's calls, counted by the server.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- a measurement: N threads, one client each ------------------------------ */
 
@@ -328,4 +329,84 @@ void acc_finish(acc *a, result *res, unsigned n, int hot)
     vec_free(&a->acq);
     vec_free(&a->ho);
     memset(a, 0, sizeof *a);
+}
+
+/* ---- round trips per operation, counted by the server ------------------------- */
+
+static int questions(bench *b, uint64_t *out)
+{
+    char err[256];
+    return q_u64(b->mon, "SHOW GLOBAL STATUS LIKE 'Questions'", 1, out, err, sizeof err) == 0 ? 0 : -1;
+}
+
+/*
+ * Count statements the server received per acquire, renew and release: read
+ * the global Questions counter from the monitor connection around each call.
+ * The monitor's own SHOW is calibrated (two SHOWs back to back) and
+ * subtracted. Concurrent traffic from others only adds, so the smallest of
+ * three passes is kept.
+ */
+void count_round_trips(bench *b, int st, const char *rawtable, result *res)
+{
+    enum { N = 40, PASSES = 3 };
+    bclient c;
+    char name[96];
+    uint64_t q0, q1, ovh = UINT64_MAX;
+    double best_acq = INFINITY, best_rel = INFINITY, best_ren = INFINITY;
+    int pass, i, failed = 0;
+
+    setf(name, sizeof name, "bench-rt-%s", st_names[st]);
+    if (st == ST_GET_LOCK)
+        setf(name, sizeof name, "rlb-%s-rt", b->tag);
+    if (bc_open(b, &c, st, name, b->table, rawtable, 9999) != 0) {
+        res_fail(res, c.err);
+        return;
+    }
+    wd_arm("counting round trips", 120.0);
+    for (i = 0; i < 3 && !failed; i++)
+        failed = bc_acquire(&c, 5000) != 0 || bc_release(&c) != 0;
+    for (i = 0; i < 5 && !failed; i++) {
+        if (questions(b, &q0) != 0 || questions(b, &q1) != 0) {
+            failed = 1;
+            setf(c.err, sizeof c.err, "SHOW GLOBAL STATUS failed");
+        } else if (q1 - q0 < ovh) {
+            ovh = q1 - q0;
+        }
+    }
+    for (pass = 0; pass < PASSES && !failed; pass++) {
+        uint64_t sa = 0, sr = 0, sn = 0;
+        for (i = 0; i < N && !failed; i++) {
+            uint64_t qa, qb, qc, qd;
+            failed = questions(b, &qa) != 0 || bc_acquire(&c, 5000) != 0 || questions(b, &qb) != 0;
+            if (!failed && ST_IS_LIB(st))
+                failed = bc_renew(&c) != 0;
+            if (!failed)
+                failed = questions(b, &qc) != 0 || bc_release(&c) != 0 || questions(b, &qd) != 0;
+            if (!failed) {
+                sa += qb - qa - ovh;
+                sn += qc - qb - ovh;
+                sr += qd - qc - ovh;
+            }
+        }
+        if (!failed) {
+            if ((double)sa / N < best_acq)
+                best_acq = (double)sa / N;
+            if ((double)sn / N < best_ren)
+                best_ren = (double)sn / N;
+            if ((double)sr / N < best_rel)
+                best_rel = (double)sr / N;
+        }
+    }
+    wd_disarm();
+    if (failed) {
+        char m[400];
+        setf(m, sizeof m, "counting round trips: %s", c.err);
+        res_fail(res, m);
+    } else {
+        res->rt_acq = best_acq;
+        res->rt_rel = best_rel;
+        res->rt_renew = ST_IS_LIB(st) ? best_ren : NAN;
+        res->rt_cycle = best_acq + best_rel;
+    }
+    bc_close(&c);
 }

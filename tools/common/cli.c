@@ -2,7 +2,7 @@
  * Shared by the command-line tools: connection options, option files,
  * password prompt, exit codes, small output helpers. Public API only.
  */
-#include "cli_common.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

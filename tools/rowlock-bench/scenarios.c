@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: the scenarios: uncontended, hot, many, table_size, reaper.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- scenarios ------------------------------------------------------------------ */
 

@@ -3,8 +3,8 @@
  * stdout (cli_metrics.c writes it; rowlock-reaper --metrics-file writes the
  * same table gauges to a file).
  */
-#include "rowlock_cli.h"
-#include "cli_metrics.h"
+#include "commands.h"
+#include "common/metrics.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ int rl_cmd_metrics(cli_conn *cc, int argc, char **argv)
         if (id == CLI_OP_ERR)
             return CLI_EX_USAGE;
         if (id == MO_HELP) {
-            rl_print_cmd_help(rl_usage_metrics);
+            rl_print_cmd_help(rl_usage_metrics, 0);
             return 0;
         }
         if (id == MO_NAMES)

@@ -7,8 +7,8 @@
  * table="..." label. Label values are escaped as the format says
  * (backslash, double quote, line feed). docs/cli.md lists the metrics.
  */
-#ifndef ROWLOCK_CLI_METRICS_H
-#define ROWLOCK_CLI_METRICS_H
+#ifndef ROWLOCK_TOOLS_COMMON_METRICS_H
+#define ROWLOCK_TOOLS_COMMON_METRICS_H
 
 #include <stdint.h>
 #include <stdio.h>

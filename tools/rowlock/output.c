@@ -1,7 +1,7 @@
 /*
  * rowlock: lock rows for people (aligned columns) and for programs (JSON).
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +23,17 @@ static void format_expires(char *buf, size_t cap, const rowlock_info *in)
         snprintf(buf, cap, "-");
     else
         snprintf(buf, cap, "%.1fs", (double)in->expires_in_ms / 1000.0);
+}
+
+void rl_print_cmd_help(const char *usage, int all_codes)
+{
+    fputs(usage, stdout);
+    if (all_codes) {
+        fputc('\n', stdout);
+        cli_print_exit_codes(stdout);
+    }
+    fputc('\n', stdout);
+    fputs(cli_conn_help, stdout);
 }
 
 const char *rl_strategy_str(rowlock_strategy s)

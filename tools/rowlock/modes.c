@@ -2,7 +2,7 @@
  * Multi-holder names (shared locks, semaphores) in the rowlock tool: the
  * permits command, and the holder lines that status and list print.
  */
-#include "rowlock_cli.h"
+#include "commands.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ int rl_cmd_permits(cli_conn *cc, int argc, char **argv)
         if (id == CLI_OP_ERR)
             return CLI_EX_USAGE;
         if (id == PO_HELP) {
-            rl_print_cmd_help(rl_usage_permits);
+            rl_print_cmd_help(rl_usage_permits, 0);
             return 0;
         }
         if (id == PO_JSON)

@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: the results table, JSON lines and the targets with their ratios.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 /* ---- output ------------------------------------------------------------------- */
 

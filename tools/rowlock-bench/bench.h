@@ -1,17 +1,20 @@
 /*
- * rowlock-bench: what its files share. The tool is split along its sections:
+ * rowlock-bench: what its files share. The tool is split along its sections,
+ * listed here from the bottom up: each file calls only those above it in
+ * this list, never one below (main.c alone calls modes.c).
  *
- *   rowlock-bench.c    strategies and scenarios, command line, setup, main
- *   bench_util.c       clocks, sample vectors, percentiles, and the watchdog that bounds every phase
- *   bench_sql.c        raw libmysqlclient helpers (the floors), round-trip counting, table maintenance
- *   bench_results.c    the result records of a run
- *   bench_client.c     one client of any kind: a rowlock strategy, GET_LOCK, or raw SQL
- *   bench_measure.c    a measurement: N threads, one client each, in rounds
- *   bench_scenarios.c  the scenarios: uncontended, hot, many, table_size, reaper
- *   bench_output.c     the results table, JSON lines and the targets with their ratios
+ *   util.c       clocks, sample vectors, percentiles, and the watchdog that bounds every phase
+ *   results.c    the result records of a run, and their keys: strategies and scenarios
+ *   sql.c        raw libmysqlclient helpers (the floors), table maintenance
+ *   client.c     one client of any kind: a rowlock strategy, GET_LOCK, or raw SQL
+ *   measure.c    a measurement: N threads, one client each, in rounds; round-trip counting
+ *   scenarios.c  the scenarios: uncontended, hot, many, table_size, reaper
+ *   output.c     the results table, JSON lines and the targets with their ratios
+ *   modes.c      rowlock-bench --modes: shared readers and semaphores
+ *   main.c       command line, setup, main
  */
-#ifndef ROWLOCK_BENCH_H
-#define ROWLOCK_BENCH_H
+#ifndef ROWLOCK_TOOLS_BENCH_H
+#define ROWLOCK_TOOLS_BENCH_H
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <mysql.h>
-#include "cli_common.h"
+#include "common/cli.h"
 #include "rowlock.h"
 
-extern const char PROG[];
+#define PROG "rowlock-bench"
 
 enum { ST_INSERT, ST_FOR_UPDATE, ST_OPTIMISTIC, ST_GET_LOCK, ST_RAW, ST_DO1, ST_COUNT };
 
@@ -220,19 +223,11 @@ enum {
     O_CLIENTS, O_MANY, O_ROWS, O_REAPER_ROWS, O_REAPER_BATCH, O_REAPER_PAUSE, O_ROUNDS, O_HOLD
 };
 
-/* ---- shared state and functions, by file ---- */
+/* ---- shared state and functions, by file (bottom up) ---- */
 
-extern const char *const st_names[ST_COUNT];
-/* rowlock-bench --modes (tools/bench_modes.c): shared readers and semaphores. */
-int bench_modes_main(int argc, char **argv);
-extern const char *const sc_names[SC_COUNT];
+/* util.c */
 extern int wd_quit;
 extern volatile sig_atomic_t g_interrupted;
-
-/* rowlock-bench.c */
-int sc_applies(int sc, int st);
-
-/* bench_util.c */
 int64_t now_ns(void);
 void sleep_ns(int64_t ns);
 int64_t thread_cpu_ns(void);
@@ -247,7 +242,15 @@ void wd_disarm(void);
 void *wd_main(void *arg);
 void on_signal(int sig);
 
-/* bench_sql.c */
+/* results.c */
+extern const char *const st_names[ST_COUNT];
+extern const char *const sc_names[SC_COUNT];
+int sc_applies(int sc, int st);
+result *res_new(bench *b, int sc, int st, unsigned clients, uint64_t rows);
+void res_fail(result *r, const char *msg);
+const result *res_find(const bench *b, int sc, int st, unsigned clients, uint64_t rows);
+
+/* sql.c */
 MYSQL *raw_connect(const rowlock_client_options *o, char *err, size_t cap);
 unsigned q_exec(MYSQL *m, const char *sql, uint64_t *affected, char *err, size_t cap);
 unsigned q_str(MYSQL *m, const char *sql, unsigned col, char *out, size_t outcap, char *err,
@@ -257,19 +260,13 @@ int rs_prepare(MYSQL *m, rstmt *s, const char *sql, char *err, size_t cap);
 void rs_close(rstmt *s);
 unsigned rs_exec(rstmt *s, const char *const *p, unsigned np, long long *val, int *isnull,
                  uint64_t *affected, char *err, size_t cap);
-void count_round_trips(bench *b, int st, const char *rawtable, result *res);
 int clean_table(bench *b, const char *table, char *err, size_t cap);
 int fill_rows(bench *b, const char *table, uint64_t from, uint64_t to, int stale, char *err,
               size_t cap);
 int make_table(bench *b, const char *table, char *err, size_t cap);
 int drop_table(bench *b, const char *table, char *err, size_t cap);
 
-/* bench_results.c */
-result *res_new(bench *b, int sc, int st, unsigned clients, uint64_t rows);
-void res_fail(result *r, const char *msg);
-const result *res_find(const bench *b, int sc, int st, unsigned clients, uint64_t rows);
-
-/* bench_client.c */
+/* client.c */
 void bc_close(bclient *c);
 int bc_open(bench *b, bclient *c, int st, const char *name, const char *table,
             const char *rawtable, unsigned id);
@@ -277,19 +274,23 @@ int bc_acquire(bclient *c, int64_t wait_ms);
 int bc_release(bclient *c);
 int bc_renew(bclient *c);
 
-/* bench_measure.c */
+/* measure.c */
 void run_round(bench *b, const mspec *m, double seconds, void (*during)(bench *, void *),
                       void *arg, acc *a, result *res);
 void acc_finish(acc *a, result *res, unsigned n, int hot);
+void count_round_trips(bench *b, int st, const char *rawtable, result *res);
 
-/* bench_scenarios.c */
+/* scenarios.c */
 void scenario_simple(bench *b, int sc);
 void scenario_table_size(bench *b);
 void scenario_reaper(bench *b);
 
-/* bench_output.c */
+/* output.c */
 void print_json(const bench *b, const result *r);
 void print_table(const bench *b, FILE *f);
 void print_targets(const bench *b, FILE *f);
+
+/* modes.c: rowlock-bench --modes, shared readers and semaphores */
+int bench_modes_main(int argc, char **argv);
 
 #endif

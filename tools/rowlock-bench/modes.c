@@ -15,7 +15,7 @@
  * Ratios, not timed assertions: the figures depend on the machine. The lock
  * table (default bench_modes) is migrated, and its rows deleted at the end.
  */
-#include "rowlock_bench.h"
+#include "bench.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -1,0 +1,276 @@
+/*
+ * What `rowlock run` and `rowlock lock` share: the options that say how to
+ * take a lock, and the lock their supervisor holds. Both supervisors
+ * connect with round trips bounded by the lease, acquire in slices of at
+ * most a second (so a signal, or the watched shell's exit, ends the wait
+ * promptly), wait out a transient server state like a busy lock, hand the
+ * lease to the library's keeper (rowlock_keep: renewals every third of the
+ * lease on a connection of its own, or the holding session watched for
+ * for-update), are woken by the keeper's callback through a pipe, and take
+ * the lock for lost by the same rule. What each does with that differs and
+ * stays in its file: run starts COMMAND, stops it before the lease could
+ * end and exits with its status (run.c); lock answers `unlock` on a socket
+ * until the shell that ran it exits (lock.c).
+ */
+#include "commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the options: how to take the lock ------------------------------------ */
+
+void rl_lock_opts_init(rl_lock_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = ROWLOCK_STRATEGY_INSERT;
+    o->wait_ms = ROWLOCK_WAIT_FOREVER;
+    o->lease_ms = ROWLOCK_LEASE_DEFAULT_MS;
+    o->conflict_code = CLI_EX_CONFLICT;
+}
+
+int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, const char *val)
+{
+    double s;
+    unsigned long long u;
+    switch (id) {
+    case RL_LO_HELP:
+        rl_print_cmd_help(usage, 1); /* run's, lock's: the lock-taking commands */
+        return -1;
+    case RL_LO_STRATEGY:
+        if (rowlock_strategy_parse(&o->strategy, val) != 0) {
+            fprintf(stderr, "%s: %s: unknown strategy '%s' (insert, for-update, optimistic)\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        return 1;
+    case RL_LO_NONBLOCK:
+        o->nonblock = 1;
+        return 1;
+    case RL_LO_WAIT:
+        s = cli_parse_seconds(val);
+        if (s < 0) {
+            fprintf(stderr, "%s: %s: --wait: '%s' is not a non-negative number of seconds\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        o->wait_ms = (int64_t)llround(s * 1000.0);
+        return 1;
+    case RL_LO_LEASE:
+        s = cli_parse_seconds(val);
+        if (s < 1.0 || s * 1000.0 > (double)ROWLOCK_LEASE_MAX_MS) {
+            fprintf(stderr, "%s: %s: --lease: '%s' is not a number of seconds between 1 and %lld\n", PROG, cmd,
+                    cli_q(val), (long long)(ROWLOCK_LEASE_MAX_MS / 1000));
+            return CLI_EX_USAGE;
+        }
+        o->lease_ms = (int64_t)llround(s * 1000.0);
+        return 1;
+    case RL_LO_CONFLICT:
+        if (cli_parse_uint(val, 0, 255, &u) != 0) {
+            fprintf(stderr, "%s: %s: --conflict-exit-code: '%s' is not an exit status 0-255\n", PROG, cmd,
+                    cli_q(val));
+            return CLI_EX_USAGE;
+        }
+        o->conflict_code = (int)u;
+        return 1;
+    case RL_LO_VERBOSE:
+        o->verbose = 1;
+        return 1;
+    case RL_LO_SHARED:
+        o->mode = ROWLOCK_MODE_SHARED;
+        return 1;
+    case RL_LO_EXCLUSIVE:
+        o->mode = ROWLOCK_MODE_EXCLUSIVE;
+        return 1;
+    case RL_LO_PERMITS:
+        if (cli_parse_uint(val, 1, ROWLOCK_PERMITS_MAX, &u) != 0) {
+            fprintf(stderr, "%s: %s: --permits: '%s' is not a number of permits 1-%u\n", PROG, cmd, cli_q(val),
+                    ROWLOCK_PERMITS_MAX);
+            return CLI_EX_USAGE;
+        }
+        o->permits = (unsigned int)u;
+        o->mode = ROWLOCK_MODE_SHARED;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void rl_lock_opts_done(rl_lock_opts *o)
+{
+    if (o->nonblock)
+        o->wait_ms = 0;
+}
+
+/* ---- the held lock -------------------------------------------------------------- */
+
+void rl_hold_init(rl_hold *h)
+{
+    memset(h, 0, sizeof *h);
+    h->wake[0] = h->wake[1] = -1;
+}
+
+int rl_hold_connect(rl_hold *h, cli_conn *cc, const rl_lock_opts *o)
+{
+    int rc;
+    /* Bound each round trip so a hung server cannot stall rowlock for long
+     * (the lease deadline is enforced independently of the renewals). */
+    int64_t io_ms = o->lease_ms / 2;
+    if (io_ms < 2000)
+        io_ms = 2000;
+    if (io_ms > 30000)
+        io_ms = 30000;
+    if (cc->opts.read_timeout_ms == 0)
+        cc->opts.read_timeout_ms = (unsigned int)io_ms;
+    if (cc->opts.write_timeout_ms == 0)
+        cc->opts.write_timeout_ms = (unsigned int)io_ms;
+    rc = cli_conn_open_wait(cc, PROG, 0, o->wait_ms, o->verbose, &h->c); /* may prompt on /dev/tty (--password) */
+    if (rc != 0)
+        return rc;
+    if (o->verbose)
+        (void)cli_log_to_stderr(h->c, PROG, ROWLOCK_LOG_INFO); /* the library's events, one line each */
+    return 0;
+}
+
+int rl_hold_new(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *name)
+{
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    int rc;
+    lo.strategy = o->strategy;
+    lo.mode = o->mode;
+    lo.permits = o->permits;
+    rc = rowlock_lock_new(&h->l, h->c, name, &lo);
+    if (rc != 0) {
+        cli_report(PROG, cmd, h->c, rc);
+        return cli_exit_for(rc);
+    }
+    return 0;
+}
+
+int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), void *arg, int *stopped)
+{
+    int64_t deadline = 0;
+    int rc;
+
+    *stopped = 0;
+    h->t_start = cli_mono_us();
+    if (o->wait_ms > 0)
+        deadline = h->t_start + o->wait_ms * 1000;
+    for (;;) {
+        int64_t slice;
+        if (o->wait_ms == 0) {
+            slice = 0;
+        } else if (o->wait_ms == ROWLOCK_WAIT_FOREVER) {
+            slice = 1000;
+        } else {
+            slice = (deadline - cli_mono_us() + 999) / 1000;
+            if (slice > 1000)
+                slice = 1000;
+            if (slice < 0)
+                slice = 0;
+        }
+        h->t_try = cli_mono_us();
+        rc = rowlock_acquire(h->l, slice, o->lease_ms);
+        /* A transient server state (a restart, read-only, a connection
+         * limit: rowlock_client_transient) is waited out like a busy lock:
+         * the library retries with backoff within each slice. */
+        if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && o->wait_ms != 0 && rowlock_client_transient(h->c)))
+            break;
+        if ((*stopped = stop(arg)) != 0)
+            break;
+        if (o->wait_ms == 0 || (o->wait_ms > 0 && cli_mono_us() >= deadline))
+            break;
+    }
+    h->t_acq = cli_mono_us();
+    if (rc == 0)
+        h->token = rowlock_lock_token(h->l);
+    return rc;
+}
+
+/* The keeper's callback (keeper thread): only a wake-up; the supervisor
+ * reads the status itself. */
+static void on_keep_event(rowlock_lock *l, const rowlock_keep_info *st, void *arg)
+{
+    const rl_hold *h = arg;
+    char b = 1;
+    ssize_t n;
+    (void)l;
+    (void)st;
+    do {
+        n = write(h->wake[1], &b, 1);
+    } while (n < 0 && errno == EINTR);
+    /* EAGAIN: the pipe is full, the supervisor wakes anyway */
+}
+
+int rl_hold_keep(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *fail)
+{
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    int rc;
+    if (pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        h->wake[0] = h->wake[1] = -1;
+        fprintf(stderr, "%s: %s: pipe: %s\n", PROG, cmd, strerror(errno));
+        return CLI_EX_UNAVAILABLE;
+    }
+    ko.lease_ms = o->lease_ms;
+    ko.on_event = on_keep_event;
+    ko.arg = h;
+    rc = rowlock_keep(h->l, &ko);
+    if (rc != 0) {
+        cli_report(PROG, fail, h->c, rc);
+        return cli_exit_for(rc);
+    }
+    return 0;
+}
+
+int rl_hold_confirm(rl_hold *h, const rl_lock_opts *o, const char *fail)
+{
+    if (h->t_acq - h->t_try > 100000) {
+        /* The successful call waited: the grant was made somewhere within it,
+         * so its start is a poor lower bound for the lease start. Renew once
+         * to know exactly (a failure here is handled like any failed renewal). */
+        int rc = rowlock_renew(h->l, o->lease_ms);
+        if (rc != 0 && rc != ROWLOCK_EDB) {
+            cli_report(PROG, fail, h->c, rc);
+            return CLI_EX_TEMPFAIL;
+        }
+    }
+    return 0;
+}
+
+int rl_hold_check(rl_hold *h, int64_t now, int64_t margin, rowlock_keep_info *ki, int *renewed)
+{
+    if (rowlock_keep_status(h->l, ki) != 0)
+        abort(); /* a valid handle and info: cannot fail */
+    *renewed = ki->renewals > h->renewals_seen;
+    if (*renewed)
+        h->renewals_seen = ki->renewals;
+    return ki->state == ROWLOCK_KEEP_LOST || ki->state == ROWLOCK_KEEP_NONE ||
+           (ki->safe_until_us != INT64_MAX && now >= ki->safe_until_us - margin);
+}
+
+void rl_hold_wake_drain(rl_hold *h)
+{
+    char buf[64];
+    while (read(h->wake[0], buf, sizeof buf) > 0) {
+    } /* only a wake-up: the status is read under the keeper's mutex */
+}
+
+void rl_hold_done(rl_hold *h)
+{
+    int k;
+    /* Keeping ends before the pipe its callback writes to is closed. */
+    if (h->l != NULL && rowlock_keep(h->l, NULL) != 0) { /* stopping never fails */ }
+    for (k = 0; k < 2; k++)
+        if (h->wake[k] >= 0)
+            (void)close(h->wake[k]);
+    h->wake[0] = h->wake[1] = -1;
+    rowlock_lock_free(h->l);
+    rowlock_client_free(h->c);
+    h->l = NULL;
+    h->c = NULL;
+}
