@@ -1,4 +1,4 @@
-# Sourced by tools/rowlock-sandbox and tools/rowlock-cluster: where a test
+# Sourced by tools/rowlock-sandbox, rowlock-cluster and rowlock-replica: where a test
 # server may listen.
 #
 # Every outgoing TCP connection of the machine takes its local port from the
