@@ -34,7 +34,7 @@ foreach(_rp_mode async semisync)
                        RESOURCE_LOCK rowlock_private_server)
   set_tests_properties(${_rp_name}_stop PROPERTIES FIXTURES_CLEANUP ${_rp_name} TIMEOUT 90 LABELS "replica"
                        RESOURCE_LOCK rowlock_private_server)
-  add_test(NAME ${_rp_name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_replica.sh ${_rp_mode})
+  add_test(NAME ${_rp_name} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/test_replica.sh ${_rp_mode})
   set_tests_properties(${_rp_name} PROPERTIES
     LABELS "replica"
     FIXTURES_REQUIRED ${_rp_name}
