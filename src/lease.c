@@ -139,7 +139,8 @@ static int exec_quiet(rowlock_client *c, const char *sql, const rowlock__param *
 {
     rowlock__errsave keep;
     rowlock__error_save(c, &keep);
-    int rc = rowlock__db_exec(c, "hint", sql, 0, p, np, cols, ncols, NULL, NULL, NULL);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "hint", .tmpl = sql, .params = p, .nparams = np, .cols = cols,
+                                        .ncols = ncols));
     rowlock__error_restore(c, &keep);
     return rc;
 }
@@ -221,7 +222,7 @@ void rowlock__lease_client_free(rowlock_client *c, void *state)
     if (q == NULL)
         return;
     if (q->queue_row && c->connected)
-        (void)rowlock__db_exec(c, "queue", SQL_QUEUE_FORGET, 0, NULL, 0, NULL, 0, NULL, NULL, NULL);
+        (void)rowlock__db_run(c, RL_STMT(.what = "queue", .tmpl = SQL_QUEUE_FORGET));
     free(q);
     c->lease = NULL;
 }
@@ -541,7 +542,7 @@ int rowlock__lease_exec_retrying(rowlock_lock *l, const char *what, const char *
                               l->ops->name, c->db_errno, attempt, (double)pause / 1e6);
             rowlock__sleep_us(pause);
         }
-        rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
+        rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = sql, .params = p, .nparams = np, .res = res));
     }
     if (rc == ROWLOCK_EBUSY)
         return rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
@@ -624,7 +625,8 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5];
     unsigned np = rule_params(rule, lease_ms, rest, 3, p);
     rowlock__res res;
-    rc = rowlock__db_exec(c, "acquire", rule->adopt_sql, 0, p, np, NULL, 0, NULL, NULL, &res);
+    rc = rowlock__db_run(c, RL_STMT(.what = "acquire", .tmpl = rule->adopt_sql, .params = p, .nparams = np,
+                                    .res = &res));
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
     if (rc)
