@@ -83,7 +83,8 @@ static int row_read(rowlock_client *c, const char *sql, long variant, const char
     rowlock__row_cols_init(cols, info);
     rowlock__param p = RL_STR(name, name_len);
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "read lock row", sql, variant, &p, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "read lock row", .tmpl = sql, .variant = variant, .params = &p,
+                                        .nparams = 1, .cols = cols, .ncols = ROWLOCK__ROW_NCOLS, .res = &res));
     if (rc)
         return rc;
     if (res.rows == 0) {
