@@ -267,23 +267,11 @@ static unsigned other_holds(const rowlock_lock *l)
     return n;
 }
 
-static void quiet(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np, rowlock__col *col)
-{
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_run(c, RL_STMT(.what = "hold", .tmpl = sql, .params = p, .nparams = np, .cols = col,
-                                     .ncols = col ? 1 : 0));
-    rowlock__error_restore(c, &keep);
-}
-
+/* After a failed step: a lost connection has no transaction left to end. */
 static void rollback(rowlock_client *c)
 {
-    if (!c->connected)
-        return;
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_simple(c, "rollback", SQL_ROLLBACK);
-    rowlock__error_restore(c, &keep);
+    if (c->connected)
+        rowlock__db_rollback(c, "rollback", SQL_ROLLBACK);
 }
 
 /* ---- one attempt ------------------------------------------------------------- */
@@ -484,11 +472,8 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
     rowlock__param p[3] = { RL_STR(wake, strlen(wake)), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
                             RL_STR(wake, strlen(wake)) };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_WAIT, .params = p, .nparams = 3,
-                                        .cols = &col, .ncols = 1));
-    rowlock__error_restore(c, &keep);
+    int rc = rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_WAIT, .params = p, .nparams = 3,
+                                              .cols = &col, .ncols = 1));
     if (rc || col.is_null)
         return -1;
     return (int)col.i;
@@ -500,13 +485,14 @@ static void forget(rowlock_lock *l)
     if (!c->connected)
         return;
     rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-    quiet(c, SQL_FORGET, p, 2, NULL);
+    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
     if (other_holds(l) == 0 && l->held == 0) {
         char wake[64];
         wake_name(l, c->owner, wake, sizeof wake);
         rowlock__param pw = RL_STR(wake, strlen(wake));
         rowlock__col col = { .type = ROWLOCK__T_I64 };
-        quiet(c, SQL_WAKE_FREE, &pw, 1, &col);
+        (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pw, .nparams = 1,
+                                               .cols = &col, .ncols = 1));
     }
 }
 
@@ -624,7 +610,8 @@ static void wake_free(rowlock_lock *l)
     wake_name(l, l->client->owner, wake, sizeof wake);
     rowlock__param pw = RL_STR(wake, strlen(wake));
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    quiet(l->client, SQL_WAKE_FREE, &pw, 1, &col);
+    (void)rowlock__db_run_quiet(l->client, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pw, .nparams = 1,
+                                                   .cols = &col, .ncols = 1));
 }
 
 static int lost(rowlock_lock *l, const char *what)
