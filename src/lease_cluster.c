@@ -300,6 +300,9 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
     if (remaining_ms != 0 && !mine && (!other || r.next_age < L->cl_age)) {
         rowlock__param p[6] = { RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age), RL_STR(l->name, l->name_len),
                                 RL_I64(sid), RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age) };
+        /* Not rowlock__db_run_quiet: a failed reservation leaves the
+         * client's error as it was (the attempt stays EBUSY), except a lost
+         * connection, whose error is the result. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
         rc = rowlock__db_run(c, RL_STMT(.what = "acquire (cluster): reserve", .tmpl = CL_RESERVE, .params = p,
@@ -319,11 +322,8 @@ static void cluster_wait_end(rowlock_lock *l, int rc)
     rowlock_client *c = l->client;
     if (rc != 0 && L->cl_reserved && c->connected) {
         rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-        rowlock__errsave keep;
-        rowlock__error_save(c, &keep);
-        (void)rowlock__db_run(c, RL_STMT(.what = "acquire (cluster): unreserve", .tmpl = CL_UNRESERVE, .params = p,
-                                         .nparams = 2));
-        rowlock__error_restore(c, &keep);
+        (void)rowlock__db_run_quiet(c, RL_STMT(.what = "acquire (cluster): unreserve", .tmpl = CL_UNRESERVE,
+                                               .params = p, .nparams = 2));
     }
     L->cl_reserved = 0;
     L->cl_age = 0;
@@ -420,10 +420,7 @@ static int delete_raising_floor(rowlock_client *c, const char *sql, const rowloc
     if (rc == 0)
         rc = rowlock__db_simple(c, "reap: commit", "/* rowlock:cl-reap-commit */ COMMIT");
     if (rc) {
-        rowlock__errsave keep;
-        rowlock__error_save(c, &keep);
-        (void)rowlock__db_simple(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
-        rowlock__error_restore(c, &keep);
+        rowlock__db_rollback(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
         return rc;
     }
     *deleted = m.rows;
