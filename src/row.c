@@ -117,6 +117,9 @@ int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_le
 int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
 {
     rowlock_info info = ROWLOCK_INFO_INIT;
+    /* Not rowlock__db_run_quiet: the claim's message is kept only to be
+     * quoted in the busy error below, and a failed read's error is the
+     * result, so nothing is restored. */
     rowlock__errsave keep;
     rowlock__error_save(l->client, &keep);
     int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);

@@ -129,6 +129,9 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
     for (unsigned attempt = 1; rc == ROWLOCK_EBUSY && rowlock__now_us() < give_up; attempt++) {
         rowlock_info info = ROWLOCK_INFO_INIT;
         unsigned int db_errno = c->db_errno;
+        /* Not rowlock__db_run_quiet: the claim's error is restored only
+         * when the read confirms the busy result; a failed read's error is
+         * the result. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
         int rrc = rowlock__row_read(c, l->name, l->name_len, &info);
