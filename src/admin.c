@@ -88,8 +88,8 @@ ROWLOCK_EXTERN int rowlock_admin_list(rowlock_client *c, unsigned int flags,
     x.fn = fn;
     x.arg = arg;
     rowlock__row_cols_init(x.cols, &x.info);
-    return rowlock__db_exec(c, "list", (flags & ROWLOCK_LIST_STALE) ? LIST_STALE : LIST_HELD, 0, NULL, 0, x.cols,
-                            ROWLOCK__ROW_NCOLS, list_row, &x, NULL);
+    return rowlock__db_run(c, RL_STMT(.what = "list", .tmpl = (flags & ROWLOCK_LIST_STALE) ? LIST_STALE : LIST_HELD,
+                                      .cols = x.cols, .ncols = ROWLOCK__ROW_NCOLS, .row_fn = list_row, .arg = &x));
 }
 
 static int64_t max64(int64_t a, int64_t b)
@@ -110,7 +110,7 @@ ROWLOCK_EXTERN int rowlock_admin_stats(rowlock_client *c, rowlock_stats_info *st
     memset(k, 0, sizeof k);
     for (int i = 0; i < STATS_NCOLS; i++)
         k[i].type = ROWLOCK__T_I64;
-    int rc = rowlock__db_exec(c, "stats", STATS, 0, NULL, 0, k, STATS_NCOLS, NULL, NULL, NULL);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "stats", .tmpl = STATS, .cols = k, .ncols = STATS_NCOLS));
     if (rc)
         return rc;
     /* Only version 1 fields exist so far: a version 1 struct is all of it,
@@ -168,7 +168,8 @@ ROWLOCK_EXTERN int rowlock_admin_force_release(rowlock_client *c, const char *na
         rowlock__param p[4] = { RL_STR(name, strlen(name)), RL_STR(info.owner, strlen(info.owner)),
                                 RL_U64(info.token), RL_I64(info.strategy) };
         rowlock__res res;
-        if ((rc = rowlock__db_exec(c, "force release", FORCE_RELEASE, 0, p, 4, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "force release", .tmpl = FORCE_RELEASE, .params = p, .nparams = 4,
+                                             .res = &res))))
             return rc;
         was_held = res.affected == 1; /* 0: it was released or expired meanwhile */
     }
@@ -218,7 +219,8 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
     const int64_t start = rowlock__now_us();
     rowlock__param pg = RL_I64(grace_ms * 1000);
     rowlock__col survey[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
-    int rc = rowlock__db_exec(c, "reap: survey", REAP_SURVEY, 0, &pg, 1, survey, 2, NULL, NULL, NULL);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = REAP_SURVEY, .params = &pg, .nparams = 1,
+                                        .cols = survey, .ncols = 2));
     if (rc)
         goto out;
     st.oldest_expiry_us = survey[1].i;
@@ -243,7 +245,8 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
         if ((rc = rowlock__db_simple(c, "reap: isolation", "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
             goto out;
         const int64_t t0 = rowlock__now_us();
-        rc = rowlock__db_exec(c, "reap: delete", REAP_DELETE, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: delete", .tmpl = REAP_DELETE, .params = p, .nparams = 2,
+                                        .res = &res));
         const int64_t took_us = rowlock__now_us() - t0;
         if (rc == ROWLOCK_EBUSY) {
             rc = 0; /* a row held by a live statement: try again next batch */

@@ -94,11 +94,6 @@ typedef struct rowlock__stmt {
 } rowlock__stmt;
 #define RL_STMT(...) (&(const rowlock__stmt){ __VA_ARGS__ })
 int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s);
-/* The same with the members as 10 arguments in that order: the older form,
- * a thin wrapper kept until its call sites move to rowlock__db_run. */
-int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
-                     const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
-                     int (*row_fn)(void *arg), void *arg, rowlock__res *res);
 
 /* Helper statements whose failure must not replace the error of the
  * operation they are part of (error.c's save/restore around them): the
@@ -173,7 +168,7 @@ const char *rowlock__db_server_info(rowlock_client *c);
 unsigned long rowlock__db_thread_id(rowlock_client *c);
 
 int rowlock__db_socket(rowlock_client *c);          /* the connection's socket, or -1 */
-/* The connection's mutex (recursive): held by rowlock__db_exec/simple for a
+/* The connection's mutex (recursive): held by rowlock__db_run/simple for a
  * whole statement and by rowlock__db_ping_session, so the keeper's thread
  * may keep a for-update session alive on the application's own connection
  * without ever sharing a round trip with the application's thread. */

@@ -127,15 +127,6 @@ int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s)
     return rc;
 }
 
-int rowlock__db_exec(rowlock_client *c, const char *what, const char *tmpl, long variant,
-                     const rowlock__param *params, unsigned nparams, rowlock__col *cols, unsigned ncols,
-                     int (*row_fn)(void *arg), void *arg, rowlock__res *res)
-{
-    return rowlock__db_run(c, RL_STMT(.what = what, .tmpl = tmpl, .variant = variant, .params = params,
-                                      .nparams = nparams, .cols = cols, .ncols = ncols, .row_fn = row_fn,
-                                      .arg = arg, .res = res));
-}
-
 int rowlock__db_run_quiet(rowlock_client *c, const rowlock__stmt *s)
 {
     rowlock__errsave keep;

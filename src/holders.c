@@ -227,8 +227,9 @@ static int entries_read(rowlock_lock *l, entries *e)
     e->cols[3].type = ROWLOCK__T_U64;
     e->cols[6].type = ROWLOCK__T_U64;
     rowlock__param p = RL_STR(l->name, l->name_len);
-    int rc = rowlock__db_exec(l->client, "acquire (insert, entries)", SQL_ENTRIES, 0, &p, 1, e->cols, 10, entries_row,
-                              e, NULL);
+    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = &p,
+                                                .nparams = 1, .cols = e->cols, .ncols = 10, .row_fn = entries_row,
+                                                .arg = e));
     if (rc == 0 && e->oom)
         rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
     return rc;
@@ -266,22 +267,11 @@ static unsigned other_holds(const rowlock_lock *l)
     return n;
 }
 
-static void quiet(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np, rowlock__col *col)
-{
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_exec(c, "hold", sql, 0, p, np, col, col ? 1 : 0, NULL, NULL, NULL);
-    rowlock__error_restore(c, &keep);
-}
-
+/* After a failed step: a lost connection has no transaction left to end. */
 static void rollback(rowlock_client *c)
 {
-    if (!c->connected)
-        return;
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    (void)rowlock__db_simple(c, "rollback", SQL_ROLLBACK);
-    rowlock__error_restore(c, &keep);
+    if (c->connected)
+        rowlock__db_rollback(c, "rollback", SQL_ROLLBACK);
 }
 
 /* ---- one attempt ------------------------------------------------------------- */
@@ -314,7 +304,8 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
                              RL_I64(l->ops->id) };
     rowlock__res res;
     for (int converted = 0;; converted = 1) {
-        if ((rc = rowlock__db_exec(c, "acquire (insert): lock name", SQL_DRAW, 0, pd, 4, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): lock name", .tmpl = SQL_DRAW, .params = pd,
+                                             .nparams = 4, .res = &res))))
             goto fail;
         if (res.affected == 1)
             break;
@@ -329,7 +320,8 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
         }
         rowlock__param pc[5] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits),
                                  RL_I64(l->ops->id), RL_I64(l->permits) };
-        if ((rc = rowlock__db_exec(c, "acquire (insert): convert", SQL_CONVERT, 0, pc, 5, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): convert", .tmpl = SQL_CONVERT, .params = pc,
+                                             .nparams = 5, .res = &res))))
             goto fail;
         if (!(res.affected == 1 || res.insert_id == 1)) {
             rollback(c);
@@ -458,7 +450,8 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
                               RL_STR(wake, strlen(wake)),
                               RL_U64(*granted ? token : 0),
                               RL_I64(ttl_us) };
-    if ((rc = rowlock__db_exec(c, "acquire (insert): write entry", SQL_WRITE, 0, pw, 11, NULL, 0, NULL, NULL, &res)))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
+                                         .nparams = 11, .res = &res))))
         goto fail;
     if ((rc = rowlock__db_simple(c, "acquire (insert): commit", SQL_COMMIT)))
         goto fail;
@@ -479,10 +472,8 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
     rowlock__param p[3] = { RL_STR(wake, strlen(wake)), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
                             RL_STR(wake, strlen(wake)) };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    int rc = rowlock__db_exec(c, "acquire: wait", SQL_WAIT, 0, p, 3, &col, 1, NULL, NULL, NULL);
-    rowlock__error_restore(c, &keep);
+    int rc = rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_WAIT, .params = p, .nparams = 3,
+                                              .cols = &col, .ncols = 1));
     if (rc || col.is_null)
         return -1;
     return (int)col.i;
@@ -494,13 +485,14 @@ static void forget(rowlock_lock *l)
     if (!c->connected)
         return;
     rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-    quiet(c, SQL_FORGET, p, 2, NULL);
+    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
     if (other_holds(l) == 0 && l->held == 0) {
         char wake[64];
         wake_name(l, c->owner, wake, sizeof wake);
         rowlock__param pw = RL_STR(wake, strlen(wake));
         rowlock__col col = { .type = ROWLOCK__T_I64 };
-        quiet(c, SQL_WAKE_FREE, &pw, 1, &col);
+        (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pw, .nparams = 1,
+                                               .cols = &col, .ncols = 1));
     }
 }
 
@@ -618,7 +610,8 @@ static void wake_free(rowlock_lock *l)
     wake_name(l, l->client->owner, wake, sizeof wake);
     rowlock__param pw = RL_STR(wake, strlen(wake));
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    quiet(l->client, SQL_WAKE_FREE, &pw, 1, &col);
+    (void)rowlock__db_run_quiet(l->client, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pw, .nparams = 1,
+                                                   .cols = &col, .ncols = 1));
 }
 
 static int lost(rowlock_lock *l, const char *what)
@@ -766,7 +759,8 @@ ROWLOCK_EXTERN int rowlock_admin_holders(rowlock_client *c, const char *name,
         p[0] = p[1] = RL_STR(name, strlen(name));
     else
         p[0] = p[1] = (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 };
-    return rowlock__db_exec(c, "holders", SQL_HOLDERS, 0, p, 2, x.cols, 12, holders_row, &x, NULL);
+    return rowlock__db_run(c, RL_STMT(.what = "holders", .tmpl = SQL_HOLDERS, .params = p, .nparams = 2, .cols = x.cols,
+                                      .ncols = 12, .row_fn = holders_row, .arg = &x));
 }
 
 ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name, unsigned int permits)
@@ -785,17 +779,20 @@ ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name
     const rowlock__strategy_ops *ops = rowlock__strategy_offering(ROWLOCK__M_PERMITS);
     rowlock__param p[3] = { RL_I64(permits), RL_STR(name, n), RL_I64(ops->id) };
     rowlock__res res;
-    if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_SET_PERMITS, .params = p, .nparams = 3,
+                                         .res = &res))))
         return rc;
     if (res.affected == 1)
         return 0;
     /* Not a multi-holder name yet (or the value was already that: then the
      * conversion below changes nothing and says so). */
     rowlock__param pc[5] = { RL_STR(name, n), RL_I64(ops->id), RL_I64(permits), RL_I64(ops->id), RL_I64(permits) };
-    if ((rc = rowlock__db_exec(c, "set permits", SQL_CONVERT, 0, pc, 5, NULL, 0, NULL, NULL, &res)))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_CONVERT, .params = pc, .nparams = 5,
+                                         .res = &res))))
         return rc;
     if (res.affected == 1 || res.insert_id == 1) {
-        if ((rc = rowlock__db_exec(c, "set permits", SQL_SET_PERMITS, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_SET_PERMITS, .params = p, .nparams = 3,
+                                             .res = &res))))
             return rc;
         return 0;
     }
@@ -824,11 +821,13 @@ ROWLOCK_EXTERN int rowlock_admin_force_release_holder(rowlock_client *c, const c
                             owner ? RL_STR(owner, strlen(owner)) : (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 },
                             owner ? RL_STR(owner, strlen(owner)) : (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 } };
     rowlock__res res;
-    if ((rc = rowlock__db_exec(c, "force release", SQL_FORCE, 0, p, 3, NULL, 0, NULL, NULL, &res)))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "force release", .tmpl = SQL_FORCE, .params = p, .nparams = 3,
+                                         .res = &res))))
         return rc;
     if (res.affected == 0 && owner) {
         /* No entry: maybe `owner` holds the name with the one-row protocol. */
-        if ((rc = rowlock__db_exec(c, "force release", SQL_FORCE_ROW, 0, p, 2, NULL, 0, NULL, NULL, &res)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "force release", .tmpl = SQL_FORCE_ROW, .params = p, .nparams = 2,
+                                             .res = &res))))
             return rc;
     }
     if (released)
@@ -842,14 +841,16 @@ int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, i
     int rc;
     if (dry_run) {
         rowlock__col col = { .type = ROWLOCK__T_I64 };
-        if ((rc = rowlock__db_exec(c, "reap: survey holders", SQL_REAP_COUNT, 0, p, 1, &col, 1, NULL, NULL, NULL)))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey holders", .tmpl = SQL_REAP_COUNT, .params = p,
+                                             .nparams = 1, .cols = &col, .ncols = 1))))
             return rc;
         *purged += (uint64_t)col.i;
         return 0;
     }
     for (unsigned busy = 0;;) {
         rowlock__res res;
-        rc = rowlock__db_exec(c, "reap: delete holders", SQL_REAP, 0, p, 2, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: delete holders", .tmpl = SQL_REAP, .params = p, .nparams = 2,
+                                        .res = &res));
         if (rc == ROWLOCK_EBUSY && ++busy < 10) {
             rowlock__sleep_us(1000); /* an entry written by a live transaction: again */
             continue;
@@ -884,7 +885,8 @@ int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info)
     cols[3] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = info->owner, .cap = sizeof info->owner };
     cols[7].type = ROWLOCK__T_U64;
     rowlock__param p[2] = { RL_STR(info->name, strlen(info->name)), RL_STR(info->name, strlen(info->name)) };
-    int rc = rowlock__db_exec(c, "inspect (holders)", SQL_INSPECT, 0, p, 2, cols, 8, NULL, NULL, NULL);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "inspect (holders)", .tmpl = SQL_INSPECT, .params = p, .nparams = 2,
+                                        .cols = cols, .ncols = 8));
     if (rc)
         return rc;
     info->held = cols[0].i > 0;

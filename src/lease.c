@@ -133,16 +133,7 @@ static const char SQL_HEAD_WAIT[] =
 
 /* The hint and queue statements never fail the lock operation: an error
  * is reported to the caller as "not done" and the client keeps the message
- * of the operation it is part of. */
-static int exec_quiet(rowlock_client *c, const char *sql, const rowlock__param *p, unsigned np, rowlock__col *cols,
-                      unsigned ncols)
-{
-    rowlock__errsave keep;
-    rowlock__error_save(c, &keep);
-    int rc = rowlock__db_exec(c, "hint", sql, 0, p, np, cols, ncols, NULL, NULL, NULL);
-    rowlock__error_restore(c, &keep);
-    return rc;
-}
+ * of the operation it is part of (rowlock__db_run_quiet). */
 
 /* Returns SQL_HINT_WAIT's result (2, 1 or 0), or RELEASE_LOCK's, or -1 on
  * error. */
@@ -150,7 +141,9 @@ static int named_call(rowlock_lock *l, const char *sql, const char *name, size_t
 {
     rowlock__param p[3] = { RL_STR(name, len), RL_STR(name, len), { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s } };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    int rc = exec_quiet(l->client, sql, p, sql == SQL_HINT_WAIT ? 3 : 1, &col, 1);
+    int rc = rowlock__db_run_quiet(l->client, RL_STMT(.what = "hint", .tmpl = sql, .params = p,
+                                                      .nparams = sql == SQL_HINT_WAIT ? 3 : 1, .cols = &col,
+                                                      .ncols = 1));
     if (rc || col.is_null)
         return -1;
     return (int)col.i;
@@ -182,7 +175,7 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
                             RL_I64(l->ops->id) };
     q->queue_conn = 0;
     q->queue_row = 1;
-    if (exec_quiet(c, SQL_QUEUE_JOIN, p, 4, NULL, 0))
+    if (rowlock__db_run_quiet(c, RL_STMT(.what = "hint", .tmpl = SQL_QUEUE_JOIN, .params = p, .nparams = 4)))
         return -1;
     q->queue_conn = conn;
     q->queue_lease_ms = lease_ms;
@@ -204,7 +197,9 @@ static int head_wait(rowlock_lock *l, double wait_s, int *handed)
                             RL_STR(l->name, l->name_len) };
     rowlock__col cols[3] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 }, { .type = ROWLOCK__T_I64 } };
     *handed = 0;
-    if (exec_quiet(c, SQL_HEAD_WAIT, p, 7, cols, 3) || cols[0].is_null)
+    if (rowlock__db_run_quiet(c, RL_STMT(.what = "hint", .tmpl = SQL_HEAD_WAIT, .params = p, .nparams = 7,
+                                         .cols = cols, .ncols = 3)) ||
+        cols[0].is_null)
         return -1;
     if (cols[0].i == 1 && !cols[2].is_null && cols[2].i == 1) {
         l->token = cols[1].u;
@@ -221,7 +216,7 @@ void rowlock__lease_client_free(rowlock_client *c, void *state)
     if (q == NULL)
         return;
     if (q->queue_row && c->connected)
-        (void)rowlock__db_exec(c, "queue", SQL_QUEUE_FORGET, 0, NULL, 0, NULL, 0, NULL, NULL, NULL);
+        (void)rowlock__db_run(c, RL_STMT(.what = "queue", .tmpl = SQL_QUEUE_FORGET));
     free(q);
     c->lease = NULL;
 }
@@ -440,7 +435,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
         /* Not granted, but a release may have named us while we headed the
          * queue, just before we let the head go: look once more. The claim
          * waits (up to 1 s) for such a release's row lock, and its own
-         * write makes that hand-off durable before we report it. */
+         * write makes that hand-off durable before we report it. The first
+         * attempt's error is restored only when this one tells no more. */
         rowlock__errsave keep;
         rowlock__error_save(l->client, &keep);
         int again = rule_attempt(l, attempt, lease_ms, 1000, flags);
@@ -541,7 +537,7 @@ int rowlock__lease_exec_retrying(rowlock_lock *l, const char *what, const char *
                               l->ops->name, c->db_errno, attempt, (double)pause / 1e6);
             rowlock__sleep_us(pause);
         }
-        rc = rowlock__db_exec(c, what, sql, 0, p, np, NULL, 0, NULL, NULL, res);
+        rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = sql, .params = p, .nparams = np, .res = res));
     }
     if (rc == ROWLOCK_EBUSY)
         return rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
@@ -624,7 +620,8 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
     rowlock__param p[5];
     unsigned np = rule_params(rule, lease_ms, rest, 3, p);
     rowlock__res res;
-    rc = rowlock__db_exec(c, "acquire", rule->adopt_sql, 0, p, np, NULL, 0, NULL, NULL, &res);
+    rc = rowlock__db_run(c, RL_STMT(.what = "acquire", .tmpl = rule->adopt_sql, .params = p, .nparams = np,
+                                    .res = &res));
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a row lock held a second: undecided, not "none" */
     if (rc)

@@ -185,7 +185,8 @@ static int cl_read(rowlock_lock *l, cl_row *r)
     cols[8].type = ROWLOCK__T_I64;
     rowlock__param p = RL_STR(l->name, l->name_len);
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "read lock row", CL_READ, 0, &p, 1, cols, 9, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "read lock row", .tmpl = CL_READ, .params = &p, .nparams = 1,
+                                        .cols = cols, .ncols = 9, .res = &res));
     if (rc)
         return rc;
     if (res.rows == 0)
@@ -217,7 +218,8 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
     if (!r.exists) {
         rowlock__param p[5] = { RL_STR(l->name, l->name_len), RL_I64(sid), RL_STR(c->owner, c->owner_len),
                                 RL_I64(lease_us), RL_I64(lease_us) };
-        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CREATE, waits, p, 5, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (cluster)", .tmpl = CL_CREATE, .variant = waits, .params = p,
+                                        .nparams = 5, .res = &res));
         if (rc == ROWLOCK_EDB && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_DUP)
             return ROWLOCK_EBUSY; /* another creator won */
         if (rc)
@@ -255,7 +257,8 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
                                 RL_STR(c->owner, c->owner_len),
                                 RL_U64(r.token),
                                 RL_U64(r.gen) };
-        rc = rowlock__db_exec(c, "acquire (cluster)", CL_REENTER, waits, p, 8, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (cluster)", .tmpl = CL_REENTER, .variant = waits, .params = p,
+                                        .nparams = 8, .res = &res));
         if (rc)
             return rc;
         if (res.affected != 1)
@@ -279,7 +282,8 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
                                  RL_STR(l->name, l->name_len), RL_I64(sid), RL_U64(r.token), RL_U64(r.gen),
                                  RL_I64(r.held), RL_STR(c->owner, c->owner_len), RL_STR(over, strlen(over)),
                                  RL_HINT_TRY(l, fl) };
-        rc = rowlock__db_exec(c, "acquire (cluster)", CL_CLAIM, waits, p, 13, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (cluster)", .tmpl = CL_CLAIM, .variant = waits, .params = p,
+                                        .nparams = 13, .res = &res));
         if (rc)
             return rc;
         if (res.affected == 1) {
@@ -296,9 +300,13 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
     if (remaining_ms != 0 && !mine && (!other || r.next_age < L->cl_age)) {
         rowlock__param p[6] = { RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age), RL_STR(l->name, l->name_len),
                                 RL_I64(sid), RL_STR(c->owner, c->owner_len), RL_I64(L->cl_age) };
+        /* Not rowlock__db_run_quiet: a failed reservation leaves the
+         * client's error as it was (the attempt stays EBUSY), except a lost
+         * connection, whose error is the result. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
-        rc = rowlock__db_exec(c, "acquire (cluster): reserve", CL_RESERVE, 0, p, 6, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (cluster): reserve", .tmpl = CL_RESERVE, .params = p,
+                                        .nparams = 6, .res = &res));
         if (rc == 0 && res.affected == 1)
             L->cl_reserved = 1;
         else if (rc != 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
@@ -314,10 +322,8 @@ static void cluster_wait_end(rowlock_lock *l, int rc)
     rowlock_client *c = l->client;
     if (rc != 0 && L->cl_reserved && c->connected) {
         rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-        rowlock__errsave keep;
-        rowlock__error_save(c, &keep);
-        (void)rowlock__db_exec(c, "acquire (cluster): unreserve", CL_UNRESERVE, 0, p, 2, NULL, 0, NULL, NULL, NULL);
-        rowlock__error_restore(c, &keep);
+        (void)rowlock__db_run_quiet(c, RL_STMT(.what = "acquire (cluster): unreserve", .tmpl = CL_UNRESERVE,
+                                               .params = p, .nparams = 2));
     }
     L->cl_reserved = 0;
     L->cl_age = 0;
@@ -404,18 +410,17 @@ static int delete_raising_floor(rowlock_client *c, const char *sql, const rowloc
         rc = rowlock__db_simple(c, "reap: begin", "/* rowlock:cl-reap-begin */ START TRANSACTION");
     if (rc)
         return rc;
-    rc = rowlock__db_exec(c, "reap: delete", sql, 0, p, np, &m.col, 1, max_row, &m, NULL);
+    rc = rowlock__db_run(c, RL_STMT(.what = "reap: delete", .tmpl = sql, .params = p, .nparams = np, .cols = &m.col,
+                                    .ncols = 1, .row_fn = max_row, .arg = &m));
     if (rc == 0 && m.rows > 0) {
         rowlock__param pf = RL_U64(m.max);
-        rc = rowlock__db_exec(c, "reap: token floor", CL_FLOOR_RAISE, 0, &pf, 1, NULL, 0, NULL, NULL, NULL);
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: token floor", .tmpl = CL_FLOOR_RAISE, .params = &pf,
+                                        .nparams = 1));
     }
     if (rc == 0)
         rc = rowlock__db_simple(c, "reap: commit", "/* rowlock:cl-reap-commit */ COMMIT");
     if (rc) {
-        rowlock__errsave keep;
-        rowlock__error_save(c, &keep);
-        (void)rowlock__db_simple(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
-        rowlock__error_restore(c, &keep);
+        rowlock__db_rollback(c, "reap: rollback", "/* rowlock:cl-reap-rollback */ ROLLBACK");
         return rc;
     }
     *deleted = m.rows;
@@ -507,7 +512,8 @@ static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int
         s->v[i].mark = 0;
     rowlock__param ps[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
     x.now = rowlock__now_us(); /* before the survey: a row first seen now counts from its end */
-    rc = rowlock__db_exec(c, "reap: survey", CL_REAP_SURVEY, 0, ps, 2, x.cols, 4, survey_row, &x, NULL);
+    rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = CL_REAP_SURVEY, .params = ps, .nparams = 2,
+                                    .cols = x.cols, .ncols = 4, .row_fn = survey_row, .arg = &x));
     if (rc)
         return rc;
     /* A row first seen in this survey counts from after it came back. */

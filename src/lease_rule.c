@@ -21,9 +21,11 @@ int rowlock__galera_node(rowlock_client *c, int *on)
 {
     if (c->wsrep == 0) {
         rowlock__col col = { .type = ROWLOCK__T_I64 };
+        /* Not rowlock__db_run_quiet: only "unknown variable" (no wsrep) is
+         * an answer; any other failure is the result, with its error. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
-        int rc = rowlock__db_exec(c, "cluster check", SQL_WSREP_ON, 0, NULL, 0, &col, 1, NULL, NULL, NULL);
+        int rc = rowlock__db_run(c, RL_STMT(.what = "cluster check", .tmpl = SQL_WSREP_ON, .cols = &col, .ncols = 1));
         if (rc == ROWLOCK_EDB && c->db_errno == 1193 /* unknown variable: a server without wsrep */) {
             rowlock__error_restore(c, &keep);
             col.i = 0;

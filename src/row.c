@@ -83,7 +83,8 @@ static int row_read(rowlock_client *c, const char *sql, long variant, const char
     rowlock__row_cols_init(cols, info);
     rowlock__param p = RL_STR(name, name_len);
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "read lock row", sql, variant, &p, 1, cols, ROWLOCK__ROW_NCOLS, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "read lock row", .tmpl = sql, .variant = variant, .params = &p,
+                                        .nparams = 1, .cols = cols, .ncols = ROWLOCK__ROW_NCOLS, .res = &res));
     if (rc)
         return rc;
     if (res.rows == 0) {
@@ -116,6 +117,9 @@ int rowlock__row_read_shared(rowlock_client *c, const char *name, size_t name_le
 int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
 {
     rowlock_info info = ROWLOCK_INFO_INIT;
+    /* Not rowlock__db_run_quiet: the claim's message is kept only to be
+     * quoted in the busy error below, and a failed read's error is the
+     * result, so nothing is restored. */
     rowlock__errsave keep;
     rowlock__error_save(l->client, &keep);
     int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);

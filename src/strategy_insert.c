@@ -93,7 +93,8 @@ static int reenter(rowlock_lock *l, int64_t lease_ms, long waits, int64_t increm
     rowlock__param p[4] = { RL_I64(increment), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
                             RL_STR(c->owner, c->owner_len) };
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "acquire (insert)", REENTER, waits, p, 4, NULL, 0, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert)", .tmpl = REENTER, .variant = waits, .params = p,
+                                        .nparams = 4, .res = &res));
     if (rc)
         return rc;
     if (res.affected != 1)
@@ -128,6 +129,9 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
     for (unsigned attempt = 1; rc == ROWLOCK_EBUSY && rowlock__now_us() < give_up; attempt++) {
         rowlock_info info = ROWLOCK_INFO_INIT;
         unsigned int db_errno = c->db_errno;
+        /* Not rowlock__db_run_quiet: the claim's error is restored only
+         * when the read confirms the busy result; a failed read's error is
+         * the result. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
         int rrc = rowlock__row_read(c, l->name, l->name_len, &info);
@@ -144,7 +148,8 @@ static int try_once_lock_wait(rowlock_lock *l, const rowlock__param *p, rowlock_
                           "holds; retry %u in %.3f s",
                           l->shown, l->ops->name, db_errno, attempt, (double)pause / 1e6);
         rowlock__sleep_us(pause);
-        rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, 0, p, 6, NULL, 0, NULL, NULL, res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert)", .tmpl = ACQUIRE, .params = p, .nparams = 6,
+                                        .res = res));
     }
     if (rc == ROWLOCK_EBUSY)
         return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (%s): busy: no committed holder, but another "
@@ -171,7 +176,8 @@ static int insert_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_m
     rowlock__param p[6] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000),
                             RL_HINT_TRY(l, flags) };
     rowlock__res res;
-    rc = rowlock__db_exec(c, "acquire (insert)", ACQUIRE, waits, p, 6, NULL, 0, NULL, NULL, &res);
+    rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert)", .tmpl = ACQUIRE, .variant = waits, .params = p,
+                                    .nparams = 6, .res = &res));
     if (rc == ROWLOCK_EBUSY && waits == 0)
         rc = try_once_lock_wait(l, p, &res);
     if (rc)

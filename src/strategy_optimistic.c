@@ -73,7 +73,8 @@ static int claim(rowlock_lock *l, int64_t lease_ms, long waits, unsigned flags, 
     rowlock__param p[7] = { RL_STR(c->owner, c->owner_len), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
                             RL_U64(version), RL_HINT_TRY(l, flags) };
     rowlock__res res;
-    int rc = rowlock__db_exec(c, "acquire (optimistic)", CLAIM, waits, p, 7, NULL, 0, NULL, NULL, &res);
+    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (optimistic)", .tmpl = CLAIM, .variant = waits, .params = p,
+                                        .nparams = 7, .res = &res));
     if (rc)
         return rc;
     if (res.affected != 1)
@@ -104,7 +105,8 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
     if (!row.exists) {
         rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                                 RL_I64(lease_ms * 1000) };
-        rc = rowlock__db_exec(c, "acquire (optimistic)", CREATE, waits, p, 3, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (optimistic)", .tmpl = CREATE, .variant = waits, .params = p,
+                                        .nparams = 3, .res = &res));
         if (rc == ROWLOCK_EDB && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_DUP)
             return ROWLOCK_EBUSY; /* another creator won the race */
         if (rc)
@@ -133,7 +135,8 @@ static int optimistic_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaini
     if (row.held && strcmp(row.owner, c->owner) == 0) {
         rowlock__param p[5] = { RL_I64((flags & ROWLOCK__TRY_HANDED) ? 0 : 1), RL_I64(lease_ms * 1000),
                                 RL_STR(l->name, l->name_len), RL_U64(row.token), RL_STR(c->owner, c->owner_len) };
-        rc = rowlock__db_exec(c, "acquire (optimistic)", REENTER, waits, p, 5, NULL, 0, NULL, NULL, &res);
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (optimistic)", .tmpl = REENTER, .variant = waits, .params = p,
+                                        .nparams = 5, .res = &res));
         if (rc)
             return rc;
         if (res.affected != 1)

@@ -81,11 +81,13 @@ static void test_seam__a_statement_with_the_wrong_parameter_count_is_an_internal
     static const char SQL[] = "/* rowlock:test */ SELECT ? + ?";
     rowlock__param p = RL_I64(1);
     rowlock__col col = { .type = ROWLOCK__T_I64 };
-    assert_rc(rowlock__db_exec(c, "test", SQL, 0, &p, 1, &col, 1, NULL, NULL, NULL), ROWLOCK_EDB, c);
+    assert_rc(rowlock__db_run(c, RL_STMT(.what = "test", .tmpl = SQL, .params = &p, .nparams = 1, .cols = &col,
+                                         .ncols = 1)), ROWLOCK_EDB, c);
     assert_msg_has(c, "internal error");
     assert_msg_has(c, "takes 2 parameters, 1 given");
     rowlock__param p2[2] = { RL_I64(1), RL_I64(2) };
-    assert_rc(rowlock__db_exec(c, "test", SQL, 0, p2, 2, &col, 1, NULL, NULL, NULL), 0, c);
+    assert_rc(rowlock__db_run(c, RL_STMT(.what = "test", .tmpl = SQL, .params = p2, .nparams = 2, .cols = &col,
+                                         .ncols = 1)), 0, c);
     assert_int_equal(col.i, 3);
 }
 
