@@ -69,6 +69,10 @@ rowlock_db_test(db_inject TIMEOUT 600)
 add_test(NAME db_inject_env COMMAND test_inject env)
 rowlock_db_test(db_inject_env TIMEOUT 120)
 set_property(TEST db_inject_env APPEND PROPERTY ENVIRONMENT "ROWLOCK_FAULTS=claim:0:1205")
+# Both runs of test_inject create, use and drop the same tables (t_fault...):
+# never at the same time (under the fault label they were serialised by the
+# private-server lock; without it, -j2 let one drop the other's table).
+set_tests_properties(db_inject db_inject_env PROPERTIES RESOURCE_LOCK test_inject_tables)
 
 rowlock_db_program(test_mixed ${_db}/test_mixed.c)
 add_test(NAME db_mixed COMMAND test_mixed)
