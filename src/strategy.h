@@ -39,7 +39,7 @@
  *   3. Give it a public id in include/rowlock.h (enum rowlock_strategy; the
  *      id is also the row's `strategy` column, so ids are never reused).
  *   4. Add the file to ROWLOCK_SOURCES in CMakeLists.txt, and its name to
- *      the behaviour suite's strategy list in tests/CMakeLists.txt.
+ *      ROWLOCK_TEST_STRATEGIES in tests/db/db.cmake (the per-strategy suites).
  *
  * Giving a strategy a mode (shared, permits; or a new ROWLOCK__M_*):
  *   1. Implement it in the strategy's acquire, release and renew (they see
