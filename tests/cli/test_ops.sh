@@ -143,6 +143,10 @@ LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" lock
 lrc=$?
 ((rrc == 78 && lrc == 78))
 check $? "shared on a cluster: run and lock both exit 78 (run $rrc, lock $lrc)" "$(cat "$W/run.err" "$W/lock.err")"
+# The shipped library ignores the variable: it cannot switch a client to
+# another lease rule than its server's (here one server: shared is granted).
+ROWLOCK_LEASE_RULE=cluster "${R[@]}" run -s cl-name true >/dev/null 2>"$W/run.err"
+check $? "the installed library ignores ROWLOCK_LEASE_RULE (run -s on one server exits 0)" "$(cat "$W/run.err")"
 for cmd in run lock; do
     "$RL" "$cmd" --help >"$W/help.out" 2>&1
     grep -Eq '^ *78 ' "$W/help.out" && grep -Eq '^ *69 ' "$W/help.out" && grep -Eq '^ *75 ' "$W/help.out"
