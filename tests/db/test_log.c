@@ -378,6 +378,31 @@ static void test_busy_retry__a_deadlocked_renewal_is_retried_and_reported(void *
     rec_free(r);
 }
 
+/* The same for a shared lock (holders.c's renewal goes through lease.c's
+ * retrying runner too): the retry is reported, not silent. */
+static void test_busy_retry__a_shared_holder_s_deadlocked_renewal_is_reported(void **state)
+{
+    (void)state;
+    rowlock_client *c = C();
+    recorder *r = rec_new();
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *l = NULL;
+    o.strategy = ROWLOCK_STRATEGY_INSERT;
+    o.mode = ROWLOCK_MODE_SHARED;
+    assert_rc(rowlock_lock_new(&l, c, "busy-shared", &o), 0, c);
+    tu_register_lock(l);
+    assert_rc(rowlock_acquire(l, 0, TU_LEASE_LONG), 0, c);
+    assert_rc(rowlock_client_set_log(c, ROWLOCK_LOG_DEBUG, on_log, r), 0, c);
+    assert_int_equal(rowlock__fault_set(c, "hold-renew", 1, ROWLOCK__FAULT_ERROR, 1213), 0);
+    assert_rc(rowlock_renew(l, TU_LEASE_LONG), 0, c);
+    expect_kinds(r, "busy-retry,renewed");
+    assert_int_equal(r->ev[0].db_errno, 1213);
+    assert_int_equal(r->ev[0].attempt, 1);
+    assert_string_equal(r->ev[0].name, "busy-shared");
+    assert_rc(rowlock_release(l), 0, c);
+    rec_free(r);
+}
+
 static void test_reconnect__a_lost_connection_in_a_wait_is_reported_and_survived(void **state)
 {
     (void)state;
@@ -448,6 +473,7 @@ int main(int argc, char **argv)
         LT(test_keeper__renewals_are_reported_from_the_keeper_thread),
         LT(test_keeper__a_force_release_is_reported_lost),
         LT(test_busy_retry__a_deadlocked_renewal_is_retried_and_reported),
+        LT(test_busy_retry__a_shared_holder_s_deadlocked_renewal_is_reported),
         LT(test_reconnect__a_lost_connection_in_a_wait_is_reported_and_survived),
         LT(test_min_level__events_below_it_are_not_delivered),
         LT(test_no_hook__nothing_after_unregistering),
