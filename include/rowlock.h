@@ -25,7 +25,8 @@
  *    rowlock_log_level_name, rowlock_event_kind_name). Two exceptions, both
  *    closed lists: the operations on a lock handle are its verb alone,
  *    rowlock_acquire, rowlock_release, rowlock_renew, rowlock_inspect,
- *    rowlock_keep (and rowlock_keep_status, keep's reader), because they are
+ *    rowlock_keep (and rowlock_keep_status, keep's reader), rowlock_downgrade
+ *    (0.2.0: it changes the grant as release does), because they are
  *    the calls every program writes, read as sentences with their handle
  *    (as pthread_mutex_lock does), and a group would only repeat what the
  *    handle argument says; and the four calls about no object at all keep
@@ -579,6 +580,48 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release(rowlock_lock *l);
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t lease_ms);
 
+/**
+ * Downgrade this handle's exclusive grant to shared without letting go
+ * (a write lock becoming a read lock): other shared acquirers may join at
+ * once, while no exclusive acquirer is granted at any moment before this
+ * handle's release. (0.2.0)
+ *
+ * The grant goes on: the fencing token stays the same (every grant after
+ * it, shared or exclusive, still gets a greater one), the lease becomes at
+ * least the acquire's lease_ms from now (never shorter), and a kept lock
+ * (rowlock_keep) stays kept. Until the final release the handle holds the
+ * name shared: rowlock_lock_mode() says ROWLOCK_MODE_SHARED, and a
+ * re-entry through this handle is a shared one; after it, the handle's
+ * acquires ask for the mode it was made with again. Readers queued behind
+ * the exclusive grant are woken and granted unless an exclusive waiter is
+ * ahead of them in the queue (FIFO across modes, as always; waiters of a
+ * name that was only ever held exclusively have no place in that queue
+ * yet, and are granted in the order they come back).
+ *
+ * There is no upgrade: an exclusive acquire by a client that holds the
+ * name shared is refused with ROWLOCK_EINVALID (two readers that both
+ * waited to upgrade would wait for each other for ever); release the
+ * shared hold and acquire exclusive, then check again what was read.
+ *
+ * @return 0 (also when the handle holds the name shared already: nothing
+ *   changes); ROWLOCK_ENOTOWNER the lock was lost (as for release; the
+ *   handle holds nothing then); ROWLOCK_EINVALID the handle holds nothing,
+ *   holds it more than once or another handle of the client holds it too
+ *   (a downgrade would change every hold under their feet: release the
+ *   re-entries first), or the connection is inside a transaction;
+ *   ROWLOCK_EUNSUPPORTED a strategy that cannot: optimistic (no shared
+ *   mode), for-update (InnoDB keeps a transaction's exclusive row lock
+ *   until it ends), insert on a Galera cluster (no shared locks there);
+ *   ROWLOCK_EDB (nothing changed, unless the connection died after the
+ *   change committed: then it is found and 0 returned).
+ * insert: a grant on a name used shared before (a holders-table entry) is
+ * one statement, plus one to wake readers; a grant of the one-row protocol
+ * turns the name into a multi-holder name in one transaction of 5 round
+ * trips, plus one to wake waiters. Blocks for those round trips (and up to
+ * 5 s while woken readers pass the wake lock along).
+ */
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_downgrade(rowlock_lock *l);
+
 /** The fencing token of this handle's current grant, 0 if it holds nothing.
  *  Tokens are strictly increasing per name across releases, expiry
  *  takeovers, purges and server restarts: pass them to the resource you
@@ -594,7 +637,8 @@ ROWLOCK_EXTERN const char *rowlock_lock_name(const rowlock_lock *l);
 /** The handle's strategy. */
 ROWLOCK_EXTERN rowlock_strategy rowlock_lock_strategy(const rowlock_lock *l);
 
-/** The handle's mode (ROWLOCK_MODE_EXCLUSIVE for version 1 options). */
+/** The handle's mode (ROWLOCK_MODE_EXCLUSIVE for version 1 options); while
+ *  it holds a grant it downgraded (rowlock_downgrade), ROWLOCK_MODE_SHARED. */
 ROWLOCK_EXTERN rowlock_mode rowlock_lock_mode(const rowlock_lock *l);
 
 /* rowlock_info: filled by the library (versioned structs, case 2; given to

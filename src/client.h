@@ -139,7 +139,10 @@ struct rowlock_lock {
     int claim_uncertain;     /* an acquire lost its connection after its claim
                                 may have committed (lock.c: adopt_leftover) */
     /* Modes (holders.c). */
-    int mode;                /* ROWLOCK_MODE_* asked for */
+    int mode;                /* ROWLOCK_MODE_* asked for (after rowlock_downgrade:
+                                the current grant's, until its final release) */
+    int mode_made;           /* the mode the handle was made with: l->mode
+                                again once a downgraded grant ends */
     unsigned int permits;    /* semaphore permits asked for (0: none) */
     int multi;               /* acquire through holders.c: a shared or semaphore
                                 handle, or the name has a multi-holder row */

@@ -676,6 +676,186 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
     return holders_acquire(l, left, lease_ms, one_row);
 }
 
+/* ---- downgrade: exclusive to shared without letting go ---------------------- */
+
+/*
+ * rowlock_downgrade() of an insert grant. The name is never free in
+ * between, so no writer can get in:
+ *   - a holders-table grant (l->held_multi): one statement turns our granted
+ *     exclusive entry into a shared one (mode 1). It is one row; an acquirer
+ *     deciding meanwhile read it under a shared lock (ENTRIES), so our
+ *     UPDATE waits for its commit, and it decided on the exclusive entry.
+ *   - a one-row grant: one transaction locks the names row (our live grant,
+ *     FOR UPDATE), writes our entry as a granted shared holder (WRITE, with
+ *     our wake lock), then turns the row into a multi-holder row (owner '',
+ *     lease to 9999) and commits. Until the commit the row is ours and
+ *     locked; after it, our entry conflicts with every exclusive acquirer.
+ * The token stays (the grant goes on; the row's token is already it, so
+ * later grants still draw greater ones), the lease becomes at least
+ * lease_ms from now (never shorter), the ticket is the token (first in the
+ * queue: every waiter's ticket is a later draw).
+ * Waking: readers queued behind us wait on our wake lock (holders-table
+ * grant) or on the one-row holder's hint; after the commit we let go of it
+ * (the hint), or let it go and take it again in one statement (our wake
+ * lock: the server grants it to the queued waiters first, each of which
+ * frees it at once), so they try again now instead of after their slice.
+ * Exclusive waiters behind us wake too and find the name still held.
+ */
+
+/* Params: lease µs, name, owner, token. Rows: 1 done, 0 lost. */
+static const char SQL_DOWNGRADE[] =
+    "/* rowlock:hold-downgrade */ UPDATE `{{table}}_hold` SET mode = 1,"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND mode = 0 AND expires_at > UTC_TIMESTAMP(6)";
+/* Params: name, strategy, owner, token. One row (count, lease left in µs)
+ * when the one-row grant is ours and live: now locked; none: lost. */
+static const char SQL_DOWNGRADE_LOCK[] =
+    "/* rowlock:hold-downgrade-lock */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "SELECT count, TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) FROM `{{table}}` "
+    "WHERE name = ? AND strategy = ? AND owner = ? AND token = ? AND mode = 0 AND expires_at > UTC_TIMESTAMP(6) "
+    "FOR UPDATE";
+/* Params: permits, name, owner, token. Rows: 1 (the row locked above). */
+static const char SQL_DOWNGRADE_CONVERT[] =
+    "/* rowlock:hold-downgrade-convert */ UPDATE `{{table}}` SET permits = ?, mode = 1, owner = '', count = 0,"
+    " expires_at = '9999-12-31 00:00:00' WHERE name = ? AND owner = ? AND token = ? AND mode = 0";
+/* After a lost connection: did the downgrade commit? Params: name, owner,
+ * token. One row (mode) for our live grant's entry. */
+static const char SQL_DOWNGRADE_CHECK[] =
+    "/* rowlock:hold-downgrade-check */ SELECT mode FROM `{{table}}_hold` "
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+/* Let our wake lock go and take it again (waiters queued on it get it
+ * first). Params: wake, wake. */
+static const char SQL_WAKE_CYCLE[] =
+    "/* rowlock:hold-wake-cycle */ SELECT IFNULL(RELEASE_LOCK(?), 0), IFNULL(GET_LOCK(?, 5), 0)";
+
+/* One try of the one-row transaction: 0 done, EBUSY a lock wait (nothing
+ * changed), ENOTOWNER lost, or an error. */
+static int downgrade_one_row(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    int rc;
+    if ((rc = rowlock__db_simple(c, "downgrade (insert): begin", SQL_BEGIN)))
+        return rc;
+    rowlock__param pl[4] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_STR(c->owner, c->owner_len),
+                             RL_U64(l->token) };
+    rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
+    rowlock__res res;
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "downgrade (insert): lock name", .tmpl = SQL_DOWNGRADE_LOCK,
+                                         .params = pl, .nparams = 4, .cols = cols, .ncols = 2, .res = &res))))
+        goto fail;
+    if (res.rows != 1) {
+        rollback(c);
+        return rowlock__explain_lost(l, "downgrade");
+    }
+    if (cols[0].i != 1) {
+        rollback(c);
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "downgrade %s (insert): this client holds it %lld times; release the re-entries first",
+                             l->shown, (long long)cols[0].i);
+    }
+    int64_t lease_us = cols[1].i > lease_ms * 1000 ? cols[1].i : lease_ms * 1000;
+    char wake[64];
+    wake_name(l, c->owner, wake, sizeof wake);
+    rowlock__param pw[11] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(ROWLOCK_MODE_SHARED),
+                              RL_U64(l->token), RL_I64(1), RL_I64(1), RL_I64(1),
+                              RL_STR(wake, strlen(wake)), RL_STR(wake, strlen(wake)),
+                              RL_U64(l->token), RL_I64(lease_us) };
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "downgrade (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
+                                         .nparams = 11, .res = &res))))
+        goto fail;
+    rowlock__param pc[4] = { RL_I64(l->permits), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                             RL_U64(l->token) };
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "downgrade (insert): convert", .tmpl = SQL_DOWNGRADE_CONVERT,
+                                         .params = pc, .nparams = 4, .res = &res))))
+        goto fail;
+    if (res.affected != 1) {
+        rollback(c);
+        return rowlock__fail(c, ROWLOCK_EDB, "downgrade %s (insert): the locked row did not change", l->shown);
+    }
+    if ((rc = rowlock__db_simple(c, "downgrade (insert): commit", SQL_COMMIT)))
+        goto fail;
+    return 0;
+fail:
+    rollback(c);
+    return rc;
+}
+
+/* After a downgrade whose connection died: 1 if our grant is a shared
+ * entry now (it committed), 0 if not or unknown. */
+static int downgrade_committed(rowlock_lock *l)
+{
+    rowlock_client *c = l->client;
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
+    rowlock__col col = { .type = ROWLOCK__T_I64 };
+    rowlock__res res;
+    int rc = rowlock__db_run_quiet(c, RL_STMT(.what = "downgrade (insert): check", .tmpl = SQL_DOWNGRADE_CHECK,
+                                              .params = p, .nparams = 3, .cols = &col, .ncols = 1, .res = &res));
+    int done = rc == 0 && res.rows == 1 && col.i == ROWLOCK_MODE_SHARED;
+    if (!done)
+        rowlock__error_restore(c, &keep);
+    return done;
+}
+
+int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
+{
+    rowlock_client *c = l->client;
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
+    if (rc)
+        return rc;
+    if (!(rule->flags & ROWLOCK__RULE_MULTI))
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "downgrade %s (insert): shared locks are not supported on a Galera cluster (their "
+                             "leases would depend on node clocks), so an exclusive lock cannot become one",
+                             l->shown);
+    if (other_holds(l) > 0 || l->held != 1)
+        return rowlock__fail(c, ROWLOCK_EINVALID,
+                             "downgrade %s (insert): held %u times by this client; release the re-entries first "
+                             "(a downgrade would change every hold)",
+                             l->shown, l->held + other_holds(l));
+    if (l->held_multi) {
+        rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                                RL_U64(l->token) };
+        rowlock__res res;
+        rc = rowlock__lease_exec_retrying(l, "downgrade", SQL_DOWNGRADE, p, 4, &res);
+        if (rc == 0 && res.affected != 1)
+            return lost(l, "downgrade");
+        if (rc != 0 && !(rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN && downgrade_committed(l)))
+            return rc;
+        if (c->connected) {
+            char wake[64];
+            wake_name(l, c->owner, wake, sizeof wake);
+            rowlock__param pw[2] = { RL_STR(wake, strlen(wake)), RL_STR(wake, strlen(wake)) };
+            rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
+            (void)rowlock__db_run_quiet(c, RL_STMT(.what = "downgrade: wake", .tmpl = SQL_WAKE_CYCLE, .params = pw,
+                                                   .nparams = 2, .cols = cols, .ncols = 2));
+        }
+        rowlock__clear_error(c);
+        return 0;
+    }
+    /* A one-row grant: a lock wait (another session's claim statement on the
+     * row, microseconds) rolled the transaction back; try again. */
+    for (unsigned attempt = 0;; attempt++) {
+        rc = downgrade_one_row(l, lease_ms);
+        if (rc != ROWLOCK_EBUSY || attempt >= 8)
+            break;
+        rowlock__sleep_us(rowlock__backoff_us(attempt, 1000, 100000, rowlock__rand32(&c->rng)));
+    }
+    if (rc == ROWLOCK_EBUSY)
+        rc = rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
+    if (rc != 0 && !(rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN && downgrade_committed(l)))
+        return rc;
+    rowlock__clear_error(c);
+    l->held_multi = 1;
+    l->multi = 1;
+    /* The one-row holder's hint: shared waiters and the head of the one-row
+     * queue wait on it; they find a multi-holder name now. */
+    rowlock__hint_release(l);
+    return 0;
+}
+
 /* ---- administration ------------------------------------------------------ */
 
 /* Params: name, name (NULL: all). */

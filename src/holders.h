@@ -22,6 +22,12 @@ typedef int (*rowlock__acquire_fn)(rowlock_lock *l, int64_t wait_ms, int64_t lea
 int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row);
 int rowlock__holders_release(rowlock_lock *l);
 int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);
+/* rowlock_downgrade() of an exclusive insert grant (one-row or holders
+ * table; l->held is 1): a granted shared entry with the same token, lease
+ * at least lease_ms from now, in one statement or one transaction, with no
+ * moment at which another exclusive acquirer could be granted. Sets
+ * l->held_multi and l->multi; lock.c sets l->mode. */
+int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms);
 /* rowlock_inspect() of a multi-holder name (info read from its row, which
  * shows owner '' and a lease to 9999): held, count (holders), owner (the
  * first in the queue), stale and lease end from the holders. No-op for other

@@ -416,7 +416,21 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
         /* First in the queue (we hold the hint) but the row is still taken:
          * its holder has no hint (crashed, paused past its lease, or on
          * another Galera node); or the hint call failed. Poll the row with
-         * capped backoff; the others wait on the hint behind us. */
+         * capped backoff; the others wait on the hint behind us. Now and
+         * then read the row: it may have become a multi-holder row, which
+         * no claim takes (a holder downgraded to shared, rowlock_downgrade;
+         * a shared acquirer converted it as it was released), and a handle
+         * that explained its first loss would otherwise poll to its deadline. */
+        if (polls % 16 == 0) {
+            rowlock__errsave keep;
+            rowlock__error_save(l->client, &keep);
+            (void)rowlock__explain_busy_row(l, NULL);
+            if (l->found_multi) {
+                rc = ROWLOCK_EBUSY;
+                break;
+            }
+            rowlock__error_restore(l->client, &keep);
+        }
         now = rowlock__now_us();
         int64_t delay = rowlock__backoff_us(polls++, 500, 50000, rowlock__rand32(&l->client->rng));
         if (delay > deadline - now)

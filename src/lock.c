@@ -98,6 +98,7 @@ ROWLOCK_EXTERN int rowlock_lock_new(rowlock_lock **out, rowlock_client *c, const
     memcpy(l->name, name, n + 1);
     l->name_len = n;
     l->mode = mode;
+    l->mode_made = mode;
     l->permits = permits;
     quote_name(l->shown, sizeof l->shown, name);
     int rc = ops->lock_init ? ops->lock_init(l) : 0;
@@ -320,6 +321,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         l->lost = 0;
         l->held = 0;
         l->token = 0;
+        l->mode = l->mode_made; /* a lost downgraded grant ended */
     }
     uint64_t before = l->token;
     int64_t sent = rowlock__now_us();
@@ -377,8 +379,10 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
                           "%s (%s): token %llu, %s after %.3f s", l->shown, l->ops->name,
                           (unsigned long long)l->token, l->held > 1 ? "one re-entry released" : handed_over(l) ?
                           "handed to the next waiter" : "released", (double)(rowlock__now_us() - l->grant_sent_us) / 1e6);
-        if (--l->held == 0)
+        if (--l->held == 0) {
             l->token = 0;
+            l->mode = l->mode_made; /* a downgraded grant ended: the handle asks its own mode again */
+        }
     } else if (rc == ROWLOCK_ENOTOWNER) {
         l->lost = 1;
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
@@ -411,6 +415,60 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
         l->lost = 1;
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", l->client->errmsg);
         KEEPER(l->client, lost, l);
+    }
+    return rc;
+}
+
+/*
+ * Exclusive to shared without letting go. The strategy's downgrade does the
+ * SQL (insert: holders.c); here the checks every strategy shares, and the
+ * keeper: its shadow handle renews by the grant's kind (one-row row or
+ * holders-table entry), which the downgrade may change, so keeping stops
+ * before it (no renewal of the old kind runs after the change) and starts
+ * again after it, counting the lease from the downgrade's start (the
+ * downgrade sets the lease to at least l->lease_ms from the server's now).
+ */
+ROWLOCK_EXTERN int rowlock_downgrade(rowlock_lock *l)
+{
+    CHECK_HANDLE(l);
+    rowlock_client *c = l->client;
+    rowlock__clear_error(c);
+    if (l->lost)
+        return rowlock__fail(c, ROWLOCK_ENOTOWNER, "downgrade %s (%s): the lock was already lost", l->shown,
+                             l->ops->name);
+    if (l->held == 0)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "downgrade %s (%s): this handle does not hold the lock", l->shown,
+                             l->ops->name);
+    if (l->mode == ROWLOCK_MODE_SHARED)
+        return 0; /* shared already: nothing to change */
+    if (!(l->ops->modes & ROWLOCK__M_SHARED))
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED, "downgrade %s: the %s strategy has no shared mode (%s)",
+                             l->shown, l->ops->name, l->ops->modes_note ? l->ops->modes_note : "one holder per name");
+    if (l->ops->downgrade == NULL)
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "downgrade %s: the %s strategy cannot turn a held exclusive lock into a shared one "
+                             "(%s); release it and acquire shared, or use the insert strategy",
+                             l->shown, l->ops->name,
+                             (l->ops->flags & ROWLOCK__S_TRANSACTION)
+                                 ? "InnoDB keeps a transaction's exclusive row lock until the transaction ends"
+                                 : "not implemented");
+    int rc = check_autocommit(l, "downgrade");
+    if (rc)
+        return rc;
+    int kept = l->keep_on;
+    if (kept)
+        KEEPER(c, forget, l);
+    int64_t sent = rowlock__now_us();
+    rc = l->ops->downgrade(l, l->lease_ms);
+    if (rc == 0) {
+        l->mode = ROWLOCK_MODE_SHARED;
+        if (kept)
+            KEEPER(c, granted, l, sent, l->lease_ms, 1);
+    } else if (rc == ROWLOCK_ENOTOWNER) {
+        l->lost = 1;
+        ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", c->errmsg);
+    } else if (kept) {
+        KEEPER(c, granted, l, l->grant_sent_us, l->lease_ms, 1); /* still held exclusive: keep it again */
     }
     return rc;
 }

@@ -230,6 +230,12 @@ static int insert_renew(rowlock_lock *l, int64_t lease_ms)
     return l->held_multi ? rowlock__holders_renew(l, lease_ms) : rowlock__lease_renew(l, lease_ms);
 }
 
+/* Exclusive to shared without letting go: holders.c (its downgrade comment). */
+static int insert_downgrade(rowlock_lock *l, int64_t lease_ms)
+{
+    return rowlock__holders_downgrade(l, lease_ms);
+}
+
 /* A multi-holder name's row shows owner '' and a lease to 9999: its
  * holders say who holds it. */
 static int insert_inspect(rowlock_lock *l, rowlock_info *info)
@@ -251,5 +257,6 @@ const rowlock__strategy_ops rowlock__strategy_insert = {
     .release = insert_release,
     .renew = insert_renew,
     .inspect = insert_inspect,
+    .downgrade = insert_downgrade,
 };
 

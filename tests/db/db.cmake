@@ -124,6 +124,11 @@ foreach(s insert for-update)
   add_test(NAME db_modes_${sid} COMMAND test_modes ${s})
   rowlock_db_test(db_modes_${sid} TIMEOUT 300)
 endforeach()
+# rowlock_downgrade: exclusive to shared without letting go (insert; the
+# other strategies' refusals too).
+rowlock_db_program(test_downgrade ${_db}/test_downgrade.c)
+add_test(NAME db_downgrade COMMAND test_downgrade)
+rowlock_db_test(db_downgrade TIMEOUT 300)
 # The behaviour suite with every insert handle a semaphore of one permit: the
 # holders-table protocol must be the exclusive lock the suite describes.
 add_test(NAME db_behaviour_insert_semaphore1 COMMAND test_behaviour insert)
