@@ -200,7 +200,7 @@ _rowlock()
         fi
         ;;
     unlock)
-        [[ $cur == -* ]] && _rowlock_add "$cur" --check --help
+        [[ $cur == -* ]] && _rowlock_add "$cur" --check --downgrade --help
         ;;
     status | release)
         if [[ $cur == -* ]]; then

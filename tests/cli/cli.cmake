@@ -44,6 +44,14 @@ if(TARGET tool_rowlock)
   set_property(TEST cli_lock APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
+# rowlock unlock --downgrade (tests/cli/test_downgrade.sh): a held lock becomes
+# shared without letting go; readers get in, writers wait.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_downgrade COMMAND bash ${_cli}/test_downgrade.sh)
+  rowlock_db_test(cli_downgrade TIMEOUT 300)
+  set_property(TEST cli_downgrade APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()
+
 # What a local attacker or an unusual shell must not get (tests/cli/test_trust.sh):
 # option files others can write, a forged answer on unlock's
 # socket, a lock given up under eval "$(... | cat)", a false busy for run -n.

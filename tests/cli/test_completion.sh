@@ -136,7 +136,7 @@ if [[ $MODE != db ]]; then
     expect "migrate's --json" "$RL migrate --j" "--json"
     expect "help COMMAND" "$RL help r" "release run"
     expect_has "lock's options" "$RL lock --" --strategy --nonblock --wait --lease --pid --verbose
-    expect "unlock's options" "$RL unlock --" "--check --help"
+    expect "unlock's options" "$RL unlock --" "--check --downgrade --help"
     expect_has "run NAME COMMAND: commands from PATH" "$RL run -w 5 job ech" echo
     expect "run NAME -c: the shell command is not completed" "$RL run job -c " ""
     expect "run NAME -: -c, --command or --" "$RL run -n job -" "-- --command -c"

@@ -13,6 +13,8 @@
  * lock with the library's lease keeper (rowlock_keep: renewals every third
  * of the lease on a connection of its own, as for `run`) until one of:
  *   - `rowlock unlock HANDLE`: it releases and answers with the result;
+ *     (`rowlock unlock --downgrade HANDLE` makes an exclusive lock shared
+ *     without letting go, rowlock_downgrade, and the supervisor goes on);
  *   - the watched process exits (the shell that ran `rowlock lock`: its
  *     parent, or --pid PID), seen at once through a pidfd (polling with
  *     kill(pid, 0) every second where pidfd_open is missing): it releases;
@@ -29,7 +31,7 @@
  * answers only peers with its own uid (or root), and `unlock` believes only a
  * peer (SO_PEERCRED) that is the handle's pid running as its own uid: any
  * user can bind the name once the supervisor is gone. Protocol: one request
- * line ("unlock" or "check"), one reply line "<exit code> <message>".
+ * line ("unlock", "check" or "downgrade"), one reply line "<exit code> <message>".
  */
 #include "commands.h"
 
@@ -88,20 +90,26 @@ const char rl_usage_lock[] =
     "needs the lock, and give ROWLOCK_TOKEN to the resource you protect.\n";
 
 const char rl_usage_unlock[] =
-    "Usage: rowlock unlock [--check] [HANDLE]\n"
+    "Usage: rowlock unlock [--check | --downgrade] [HANDLE]\n"
     "\n"
     "Release a lock taken with `rowlock lock` (HANDLE defaults to $ROWLOCK_HANDLE)\n"
     "and end its supervisor. With --check, release nothing: tell whether the lock\n"
     "is still held.\n"
     "\n"
     "  --check      exit 0 if the lock is still held, 75 if it was lost\n"
+    "  --downgrade  release nothing: make the exclusive lock shared without letting\n"
+    "               go (other shared holders may join, no exclusive one before the\n"
+    "               unlock; the token stays); insert strategy only\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Exit status: 0 released (--check: held); 1 no such lock supervisor of yours\n"
+    "Exit status: 0 released (--check: held; --downgrade: shared now, or already);\n"
+    "1 no such lock supervisor of yours\n"
     "(already unlocked, or its shell exited; another process or user answering on\n"
     "the handle's socket is not believed); 64 usage error; 69 the supervisor did\n"
-    "not answer; 75 the lock was lost before unlock (the commands since then ran\n"
-    "without it).\n";
+    "not answer (--downgrade: or the database failed; the lock is still exclusive);\n"
+    "75 the lock was lost before unlock (the commands since then ran without it);\n"
+    "78 --downgrade of a strategy that cannot (for-update, optimistic) or on a Galera\n"
+    "cluster (no shared locks there).\n";
 
 /* run's options (the shared list, rowlock_cli.h) plus lock's own. */
 enum { LO_PID = 1, LO_JSON };
@@ -113,9 +121,10 @@ static const cli_optspec lock_specs[] = {
     { NULL, 0, 0, 0 },
 };
 
-enum { UO_CHECK = 1, UO_HELP };
+enum { UO_CHECK = 1, UO_HELP, UO_DOWNGRADE };
 static const cli_optspec unlock_specs[] = {
     { "check", 0, 0, UO_CHECK },
+    { "downgrade", 0, 0, UO_DOWNGRADE },
     { "help", 'h', 0, UO_HELP },
     { NULL, 0, 0, 0 },
 };
@@ -438,6 +447,37 @@ static void release_now(sup *s, int *code, char *msg, size_t cap)
         fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
 }
 
+static void mark_lost(sup *s, const char *why);
+
+/* `rowlock unlock --downgrade`: exclusive to shared, still held
+ * (rowlock_downgrade; the library's keeper goes on keeping it). */
+static void downgrade_now(sup *s, int *code, char *msg, size_t cap)
+{
+    int rc;
+    if (s->lost || rowlock_lock_held(s->h.l) == 0) {
+        *code = CLI_EX_TEMPFAIL;
+        snprintf(msg, cap, "lock '%s' was lost before the downgrade: %s", s->shown, s->lost_msg);
+        return;
+    }
+    rc = rowlock_downgrade(s->h.l);
+    if (rc == 0) {
+        *code = 0;
+        snprintf(msg, cap, "'%s' is shared now (token %" PRIu64 ")", s->shown, s->h.token);
+        s->h.renewals_seen = 0; /* the keeper counts the shared grant's renewals afresh */
+    } else if (rc == ROWLOCK_ENOTOWNER) {
+        *code = CLI_EX_TEMPFAIL;
+        snprintf(msg, cap, "lock '%s' was lost before the downgrade: %s (%s)", s->shown,
+                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
+        mark_lost(s, msg);
+    } else {
+        *code = cli_exit_for(rc); /* 78: a strategy or server that cannot; 69: still exclusive */
+        snprintf(msg, cap, "cannot downgrade '%s' (still held exclusive): %s (%s)", s->shown,
+                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
+    }
+    if (s->la->o.verbose || *code != 0)
+        fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
+}
+
 static void mark_lost(sup *s, const char *why)
 {
     size_t k;
@@ -472,13 +512,16 @@ static int serve(sup *s, int fd)
     if (strncmp(req, "unlock", 6) == 0) {
         release_now(s, &code, msg, sizeof msg);
         end = 1;
+    } else if (strncmp(req, "downgrade", 9) == 0) {
+        downgrade_now(s, &code, msg, sizeof msg);
     } else if (strncmp(req, "check", 5) == 0) {
         if (s->lost) {
             code = CLI_EX_TEMPFAIL;
             snprintf(msg, sizeof msg, "lock '%s' was lost: %s", s->shown, s->lost_msg);
         } else {
             code = 0;
-            snprintf(msg, sizeof msg, "held '%s' (token %" PRIu64 ")", s->shown, s->h.token);
+            snprintf(msg, sizeof msg, "held '%s' (token %" PRIu64 "%s)", s->shown, s->h.token,
+                     rowlock_lock_mode(s->h.l) == ROWLOCK_MODE_SHARED ? ", shared" : "");
         }
     } else {
         return 0;
@@ -886,7 +929,7 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
 {
     cli_optparser p;
     const char *val, *handle;
-    int id, check = 0, fd, code;
+    int id, check = 0, downgrade = 0, fd, code;
     pid_t spid;
     struct sockaddr_un sa;
     socklen_t salen;
@@ -908,6 +951,12 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
         }
         if (id == UO_CHECK)
             check = 1;
+        if (id == UO_DOWNGRADE)
+            downgrade = 1;
+    }
+    if (check && downgrade) {
+        fprintf(stderr, "%s: unlock: --check and --downgrade exclude each other\n", PROG);
+        return CLI_EX_USAGE;
     }
     if (p.i < argc) {
         handle = argv[p.i++];
@@ -957,7 +1006,8 @@ int rl_cmd_unlock(cli_conn *cc, int argc, char **argv)
         return CLI_EX_CONFLICT;
     }
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (io_all(fd, check ? "check\n" : "unlock\n", check ? 6 : 7, 1) != 0) {
+    const char *req = check ? "check\n" : downgrade ? "downgrade\n" : "unlock\n";
+    if (io_all(fd, req, strlen(req), 1) != 0) {
         fprintf(stderr, "%s: unlock: the lock supervisor (pid %ld) closed the connection: %s\n", PROG, (long)spid,
                 strerror(errno));
         (void)close(fd);
