@@ -109,10 +109,12 @@ typedef struct rowlock__strategy_ops {
      * be a handle of another strategy. */
     int (*inspect)(rowlock_lock *l, rowlock_info *info);
     /* May be NULL: then rowlock_downgrade() refuses (EUNSUPPORTED). Turn
-     * the handle's held exclusive grant (l->held is 1, no other handle of
-     * the client holds the name) into a shared one without a moment at
-     * which another exclusive acquirer could be granted; the token stays,
-     * the lease becomes at least lease_ms from now. lock.c sets l->mode. */
+     * the handle's held exclusive grant into a shared one without a moment
+     * at which another exclusive acquirer could be granted; the token
+     * stays, the lease becomes at least lease_ms from now. Must refuse
+     * (EINVALID) when l->held > 1 or another handle of the client holds
+     * the name (lock.c cannot tell the latter for every strategy); lock.c
+     * has checked the rest and sets l->mode. */
     int (*downgrade)(rowlock_lock *l, int64_t lease_ms);
 } rowlock__strategy_ops;
 
