@@ -14,7 +14,7 @@
 #     holding session (for-update) stop COMMAND and exit 75. A KILL of an
 #     insert holder's session is ridden out: the keeper reconnects that one
 #     connection, renews on the new session, COMMAND ends normally (0).
-#  3. max_connections = 6 and 16 `run -w` waiters on one name: every
+#  3. max_connections = 5 and 20 `run -w` waiters on one name: every
 #     process runs its COMMAND, none exits "COMMAND not started" after a
 #     grant, and no two COMMANDs overlap.
 #
@@ -154,9 +154,9 @@ fi
 touch "$W/go.kill-ins"
 
 # ---- 3. more waiters than connections ------------------------------------------
-root "SET GLOBAL max_connections = 6"
-check $? "max_connections = 6"
-crowd=16
+root "SET GLOBAL max_connections = 5"
+check $? "max_connections = 5"
+crowd=20
 pids=()
 for ((i = 0; i < crowd; i++)); do
     "${R[@]}" run -w 120 -l 5 crowd sh -c "mkdir '$W/crowd.held' 2>/dev/null || echo \$\$ >>'$W/crowd.overlap'
@@ -176,9 +176,9 @@ done
 root "SET GLOBAL max_connections = 151"
 ran=$(wc -l <"$W/crowd.ran" 2>/dev/null || echo 0)
 ((notstarted == 0))
-check $? "$crowd waiters, 6 connections: no grant wasted (\"COMMAND not started\": $notstarted)" "$diag"
+check $? "$crowd waiters, 5 connections: no grant wasted (\"COMMAND not started\": $notstarted)" "$diag"
 ((bad == 0 && ran == crowd))
-check $? "$crowd waiters, 6 connections: every one ran its COMMAND ($ran) and exited 0 ($bad did not)" "$diag"
+check $? "$crowd waiters, 5 connections: every one ran its COMMAND ($ran) and exited 0 ($bad did not)" "$diag"
 [[ ! -s $W/crowd.overlap ]]
 check $? "$crowd waiters: no two COMMANDs overlapped" "$(cat "$W/crowd.overlap" 2>/dev/null)"
 
