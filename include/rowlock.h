@@ -697,7 +697,8 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * watcher that never waits on the database, so callbacks come on time even
  * when a renewal hangs. Each lease lock costs its renewals, the keeper
  * nothing more; rowlock_client_free() stops both threads. The keeper never touches the
- * application's connection, with one exception: for a for-update lock it
+ * application's connection unless asked to renew there (ROWLOCK_KEEP_SAME_CONNECTION:
+ * then it opens none of its own), with one exception: for a for-update lock it
  * watches that connection's socket (poll(2) for hang-up, never reading or
  * writing it), because a for-update lock lives exactly as long as the session.
  * The application keeps using the client and its locks from one thread, as
@@ -787,7 +788,39 @@ typedef struct rowlock_keep_info {
  *  when it is UNKNOWN and its safe-until time is closer than warn_ms. */
 typedef void (*rowlock_keep_fn)(rowlock_lock *l, const rowlock_keep_info *st, void *arg);
 
-#define ROWLOCK_KEEP_OPTIONS_VERSION 1
+/* 2: flags. */
+#define ROWLOCK_KEEP_OPTIONS_VERSION 2
+
+/**
+ * rowlock_keep_options.flags.
+ *
+ * ROWLOCK_KEEP_SAME_CONNECTION: renew a lease lock on the client's own
+ * connection instead of a connection of the keeper's, so that holding a
+ * kept lock costs one server connection, not two, and a grant can never be
+ * refused a second connection (a full max_connections). For a program whose
+ * thread does not use the client while it holds the lock (a supervisor
+ * waiting for a child process, as `rowlock run` and `rowlock lock`): while
+ * such a grant is kept, that thread calls on the client only
+ * rowlock_keep_status(), rowlock_renew() and rowlock_release() of the kept
+ * handle, rowlock_keep(), rowlock_lock_free(), rowlock_client_free() and
+ * the accessors (rowlock_client_errmsg(), rowlock_lock_held(), ...): the
+ * renewal runs on the keeper's thread under the connection's mutex, which
+ * rowlock_renew() and rowlock_release() hold for their whole call, and
+ * stopping (rowlock_keep(l, NULL), the final release, a free) waits for a
+ * renewal in flight. A renewal is put off (10 ms) while the application's
+ * thread has a statement on the connection or the session is inside a
+ * transaction (it would commit with it). A lost connection is reconnected
+ * by the renewal, as the keeper's own would be (the lease lives in its row;
+ * the session's wake-up hint is gone, so waiters poll until the release).
+ * Renewals wait for row locks as long as the session's
+ * innodb_lock_wait_timeout and for an answer as long as the client's read
+ * timeout (the keeper's own connection: 1 s and 3 s); the keeper's status and
+ * callback come on time regardless. Needs a client connected with
+ * rowlock_client_connect() (ROWLOCK_EUNSUPPORTED on a wrapped client). A
+ * for-update lock is always kept on its own session (see above): the flag
+ * changes nothing for it.
+ */
+#define ROWLOCK_KEEP_SAME_CONNECTION 0x1u
 
 typedef struct rowlock_keep_options {
     unsigned int version;       /**< ROWLOCK_KEEP_OPTIONS_VERSION */
@@ -797,21 +830,22 @@ typedef struct rowlock_keep_options {
                                      0: a sixth of the lease, at least 1000 (at most half) */
     rowlock_keep_fn on_event;   /**< may be NULL */
     void *arg;                  /**< passed to on_event */
+    unsigned int flags;         /**< ROWLOCK_KEEP_* (version 2); 0: a connection of the keeper's */
 } rowlock_keep_options;
 
-#define ROWLOCK_KEEP_OPTIONS_INIT { ROWLOCK_KEEP_OPTIONS_VERSION, 0, 0, 0, NULL, NULL }
+#define ROWLOCK_KEEP_OPTIONS_INIT { ROWLOCK_KEEP_OPTIONS_VERSION, 0, 0, 0, NULL, NULL, 0 }
 
 /**
  * Keep this handle's grants: renew them in the background and track them.
  * @param opts  NULL stops keeping (the current grant stays held until its
  *              lease ends or it is released).
- * @return 0; ROWLOCK_EINVALID (bad options, or an interval not shorter than
- *   the lease); ROWLOCK_EUNSUPPORTED (a lease lock on a wrapped client: the
+ * @return 0; ROWLOCK_EINVALID (bad options, an unknown flag, or an interval
+ *   not shorter than the lease); ROWLOCK_EUNSUPPORTED (a lease lock on a wrapped client: the
  *   keeper needs a connection of its own, so connect the client with
  *   rowlock_client_connect()); ROWLOCK_EDB (the keeper's connection could
  *   not be opened); ROWLOCK_ENOMEM.
- * Blocks for one connect the first time on a client (a lease lock), then no
- * round trip. Not thread-safe with other calls on the same client.
+ * Blocks for one connect the first time on a client (a lease lock, without
+ * ROWLOCK_KEEP_SAME_CONNECTION), then no round trip. Not thread-safe with other calls on the same client.
  */
 ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opts);
 

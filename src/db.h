@@ -187,6 +187,19 @@ void rowlock__db_mutex_destroy(rowlock_client *c);
  */
 int rowlock__db_ping_session(rowlock_client *c, unsigned long session_id, int64_t deadline_us, int64_t *sent_us,
                              char *msg, size_t cap);
+/*
+ * The connection's mutex around a whole operation of several statements, so
+ * that the keeper's renewal on the application's own connection
+ * (ROWLOCK_KEEP_SAME_CONNECTION) never runs between them: held by
+ * rowlock_renew() and rowlock_release() (lock.c) for their whole call, and
+ * by the keeper's thread for a whole renewal. try_hold takes it only when no
+ * other thread holds it and the session is not inside a transaction (a
+ * renewal would commit with it): 0 taken, ROWLOCK_EBUSY not. unhold undoes
+ * either.
+ */
+void rowlock__db_hold(rowlock_client *c);
+int rowlock__db_try_hold(rowlock_client *c);
+void rowlock__db_unhold(rowlock_client *c);
 void rowlock__db_abandon(rowlock_client *c);        /* close our descriptor without a COM_QUIT (fork child) */
 void rowlock__db_thread_init(void);
 void rowlock__db_thread_end(void);

@@ -571,6 +571,27 @@ int rowlock__db_in_transaction(rowlock_client *c)
     return in;
 }
 
+void rowlock__db_hold(rowlock_client *c)
+{
+    rowlock__db_enter(c);
+}
+
+int rowlock__db_try_hold(rowlock_client *c)
+{
+    if (c->conn_mu_pid != (long)getpid() || pthread_mutex_trylock(&c->conn_mu) != 0)
+        return ROWLOCK_EBUSY;
+    if (in_trans_locked(c)) {
+        pthread_mutex_unlock(&c->conn_mu);
+        return ROWLOCK_EBUSY;
+    }
+    return 0;
+}
+
+void rowlock__db_unhold(rowlock_client *c)
+{
+    pthread_mutex_unlock(&c->conn_mu); /* (no statement of its own: last_io_us stays) */
+}
+
 /* A keep-alive's failure from libmysqlclient: its message in msg, and
  * ENOTOWNER when the session is gone, else EDB. */
 static int ping_failed(MYSQL *m, char *msg, size_t cap)

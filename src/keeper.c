@@ -13,6 +13,19 @@
  * identity, so the renewal's owner check matches) and is used by the keeper
  * thread only.
  *
+ * One connection (ROWLOCK_KEEP_SAME_CONNECTION): a holder whose thread does
+ * not use its client while it holds the lock (the CLI's supervisors) has the
+ * renewals run on its own connection instead, so a holder costs the server
+ * one connection, and a grant is never wasted for want of a second. The
+ * renewer then calls rowlock_renew() on the application's handle itself,
+ * holding the client's connection mutex for the whole call
+ * (rowlock__db_try_hold: never while the application's thread holds it, as
+ * rowlock_renew() and rowlock_release() do for their whole call, nor inside
+ * a transaction), and puts the application's last error back afterwards.
+ * The final release (and rowlock_keep(l, NULL)) forgets the entry first,
+ * waiting for a renewal in flight. A lost connection is reconnected by the
+ * renewal's statement, as on the keeper's own client.
+ *
  * Renewal: the strategy's own renew, through a shadow handle bound to the
  * keeper's client (same name, strategy and token). It never re-acquires: it
  * changes the row only while owner and token match and the lease has not
@@ -40,6 +53,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +82,8 @@ struct rowlock__kept {
     int held_multi;          /* a holders-table grant (shared, semaphore: holders.c) */
     int fd;                  /* for-update: the holding session's socket; else -1 */
     int ping;                /* for-update on a connection of ours: keep the session alive */
+    int same;                /* a lease lock renewed on the application's client
+                                (ROWLOCK_KEEP_SAME_CONNECTION): no shadow */
     int64_t lease_ms, interval_us, warn_us;
     int64_t next_us;         /* next renewal (monotonic µs) */
     unsigned attempt;        /* failed renewals in a row */
@@ -218,7 +234,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     e->renewing = 1;
     pthread_mutex_unlock(&k->mu);
     int rc = 0;
-    if (e->shadow == NULL && e->fd < 0) {
+    if (e->shadow == NULL && e->fd < 0 && !e->same) {
         /* Made here: the renewer is the only thread that uses k->conn. */
         rc = rowlock__lock_shadow(&e->shadow, k->conn, e->name, e->strategy, e->token, e->held_multi);
     }
@@ -236,6 +252,26 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         msg[0] = '\0';
         rc = rowlock__db_ping_session(ac, (unsigned long)sid, safe_until, &sent, msg, sizeof msg);
         app_busy = rc == ROWLOCK_EBUSY;
+    } else if (e->same) {
+        /* One connection: the application's handle renews on its own
+         * client, under the connection's mutex for the whole renewal; its
+         * thread is not using the client (or waits for the mutex). */
+        rowlock_client *ac = e->lock->client;
+        sid = session;
+        msg[0] = '\0';
+        if (rowlock__db_try_hold(ac) != 0) {
+            rc = ROWLOCK_EBUSY;
+            app_busy = 1;
+        } else {
+            rowlock__errsave saved;
+            rowlock__error_save(ac, &saved);
+            sent = rowlock__now_us();
+            rc = rowlock_renew(e->lock, lease_ms);
+            rowlock__strlcpy(msg, ac->errmsg, sizeof msg);
+            sid = rowlock__db_thread_id(ac);
+            rowlock__error_restore(ac, &saved); /* the application's last error stays its own */
+            rowlock__db_unhold(ac);
+        }
     } else {
         if (rc == 0)
             rc = rowlock_renew(e->shadow, lease_ms);
@@ -254,8 +290,13 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
         return;
     }
     e->st.session_id = sid;
-    if (e->st.state == ROWLOCK_KEEP_LOST)
-        return; /* the application learned of the loss meanwhile */
+    if (e->st.state == ROWLOCK_KEEP_LOST) {
+        /* The application learned of the loss meanwhile, or (one connection)
+         * the renewal through its handle told keeper_lost(): the watcher
+         * runs the callback. */
+        wake(k);
+        return;
+    }
     if (rc == 0) {
         int was = e->st.state;
         e->st.renewals++;
@@ -578,13 +619,15 @@ static int track(rowlock_lock *l, int64_t sent_us)
     if (rc)
         return rc;
     int session = is_session_lock(l);
-    if (!session && (rc = keeper_conn(c, k, l->shown)))
+    int same = !session && (l->keep.flags & ROWLOCK_KEEP_SAME_CONNECTION);
+    if (!session && !same && (rc = keeper_conn(c, k, l->shown)))
         return rc;
     rowlock__kept *e = calloc(1, sizeof *e);
     if (e == NULL)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "keep %s: out of memory", l->shown);
     e->lock = l;
     e->fd = -1;
+    e->same = same;
     memcpy(e->name, l->name, l->name_len + 1);
     e->strategy = l->ops->id;
     e->token = l->token;
@@ -727,18 +770,29 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
     if (l == NULL || l->client == NULL)
         return ROWLOCK_EINVALID;
     rowlock_client *c = l->client;
-    rowlock__clear_error(c);
     c->keeper_hooks = &keeper_hooks;
     if (opts == NULL) {
         l->keep_on = 0;
-        keeper_forget(l);
+        keeper_forget(l); /* first: a renewal on this client's connection may be in flight */
+        rowlock__clear_error(c);
         return 0;
     }
-    if (opts->version != ROWLOCK_KEEP_OPTIONS_VERSION)
+    rowlock__clear_error(c);
+    if (opts->version < 1 || opts->version > ROWLOCK_KEEP_OPTIONS_VERSION)
         return rowlock__fail(c, ROWLOCK_EINVALID,
-                             "keep %s: rowlock_keep_options.version is %u, this library knows %d (start from "
+                             "keep %s: rowlock_keep_options.version is %u, this library knows 1-%d (start from "
                              "ROWLOCK_KEEP_OPTIONS_INIT)",
                              l->shown, opts->version, ROWLOCK_KEEP_OPTIONS_VERSION);
+    /* The fields the caller's version has (an older struct is shorter). */
+    rowlock_keep_options o = ROWLOCK_KEEP_OPTIONS_INIT;
+    memcpy(&o, opts, offsetof(rowlock_keep_options, flags));
+    o.version = ROWLOCK_KEEP_OPTIONS_VERSION;
+    if (opts->version >= 2)
+        o.flags = opts->flags;
+    opts = &o;
+    if (o.flags & ~ROWLOCK_KEEP_SAME_CONNECTION)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "keep %s: unknown flags 0x%x in rowlock_keep_options.flags",
+                             l->shown, o.flags & ~ROWLOCK_KEEP_SAME_CONNECTION);
     if (opts->lease_ms < 0 || opts->lease_ms > ROWLOCK_LEASE_MAX_MS || opts->interval_ms < 0 ||
         opts->warn_ms < 0 || opts->interval_ms > ROWLOCK_LEASE_MAX_MS || opts->warn_ms > ROWLOCK_LEASE_MAX_MS)
         return rowlock__fail(c, ROWLOCK_EINVALID, "keep %s: lease, interval and warn must be 0..%lld ms",
@@ -747,10 +801,16 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
         return rowlock__fail(c, ROWLOCK_EINVALID,
                              "keep %s: renewing every %lld ms cannot keep a %lld ms lease (use at most a third)",
                              l->shown, (long long)opts->interval_ms, (long long)opts->lease_ms);
-    if (!is_session_lock(l) && !c->owns_mysql)
+    if (!is_session_lock(l) && !c->owns_mysql) {
+        if (o.flags & ROWLOCK_KEEP_SAME_CONNECTION)
+            return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                                 "keep %s: the keeper renews on the client's connection only when the client "
+                                 "opened it (rowlock_client_connect()), not on a wrapped one: renew yourself",
+                                 l->shown);
         return wrapped_unsupported(c, l->shown);
+    }
     keeper_forget(l);
-    l->keep = *opts;
+    l->keep = o;
     l->keep_on = 1;
     l->keep_error = 0;
     if (l->held > 0 && !l->lost) {
@@ -759,8 +819,9 @@ ROWLOCK_EXTERN int rowlock_keep(rowlock_lock *l, const rowlock_keep_options *opt
             l->keep_on = 0;
             return rc;
         }
-    } else if (!is_session_lock(l)) {
-        /* Open the keeper's connection now, so a later acquire costs no connect. */
+    } else if (!is_session_lock(l) && !(o.flags & ROWLOCK_KEEP_SAME_CONNECTION)) {
+        /* Open the keeper's connection now, so a later acquire costs no connect
+         * (and a grant is never refused a second connection). */
         rowlock__keeper *k = NULL;
         int rc = keeper_get(c, &k);
         if (rc == 0)

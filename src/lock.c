@@ -353,9 +353,34 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
     return rc;
 }
 
+/* The connection's mutex is held for the whole release and renew, so a
+ * keeper renewing on this client's connection (ROWLOCK_KEEP_SAME_CONNECTION)
+ * never runs between their statements or writes the error they report. */
+static int release_held(rowlock_lock *l);
+static int renew_held(rowlock_lock *l, int64_t lease_ms);
+
 ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
 {
     CHECK_HANDLE(l);
+    rowlock_client *c = l->client;
+    rowlock__db_hold(c);
+    int rc = release_held(l);
+    rowlock__db_unhold(c);
+    return rc;
+}
+
+ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
+{
+    CHECK_HANDLE(l);
+    rowlock_client *c = l->client;
+    rowlock__db_hold(c);
+    int rc = renew_held(l, lease_ms);
+    rowlock__db_unhold(c);
+    return rc;
+}
+
+static int release_held(rowlock_lock *l)
+{
     rowlock__clear_error(l->client);
     if (l->lost)
         return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "release %s (%s): the lock was already lost", l->shown,
@@ -391,9 +416,8 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     return rc;
 }
 
-ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
+static int renew_held(rowlock_lock *l, int64_t lease_ms)
 {
-    CHECK_HANDLE(l);
     rowlock__clear_error(l->client);
     if (l->lost)
         return rowlock__fail(l->client, ROWLOCK_ENOTOWNER, "renew %s (%s): the lock was already lost", l->shown,

@@ -131,4 +131,9 @@ set_property(TEST cli_stop APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET
 add_test(NAME cli_idle COMMAND bash ${_cli}/test_idle.sh)
 rowlock_db_test(cli_idle TIMEOUT 180 LABELS fault)
 set_property(TEST cli_idle APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+# One server connection per CLI holder (run, lock): renewals on it, loss
+# still reported, more waiters than max_connections waste no grant.
+add_test(NAME cli_connections COMMAND bash ${_cli}/test_connections.sh)
+rowlock_db_test(cli_connections TIMEOUT 300 LABELS fault)
+set_property(TEST cli_connections APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 unset(_cli)

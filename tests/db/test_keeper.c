@@ -9,12 +9,20 @@
  * administrator's row lock blocks every renewal.
  * for-update: the end of the holding session (KILL from another connection)
  * is reported at once, with the time it took.
+ * One connection (ROWLOCK_KEEP_SAME_CONNECTION, lease strategies): under an
+ * account allowed one connection (MAX_USER_CONNECTIONS 1, made with the
+ * shared sandbox's admin access) a kept lock is renewed for several leases on
+ * the client's own session, where a keeper of its own connection is refused;
+ * a KILL of that session is ridden out (the renewal reconnects it).
  */
 #include "testutil.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static rowlock_strategy strategy;
 static const char *strategy_arg;
@@ -296,6 +304,127 @@ static void test_keep__for_update_reports_the_end_of_the_holding_session_at_once
     assert_true(worst < 1000);
 }
 
+/* Poll the keeper's status (no round trip) until `done` says so; fails
+ * the test after timeout_ms. */
+static rowlock_keep_info await_status(rowlock_lock *l, int (*done)(const rowlock_keep_info *st, uint64_t arg),
+                                      uint64_t arg, int64_t timeout_ms, const char *what)
+{
+    int64_t t0 = tu_now_us();
+    for (;;) {
+        rowlock_keep_info st = status_of(l);
+        if (done(&st, arg))
+            return st;
+        if (tu_ms_since(t0) > (double)timeout_ms)
+            fail_msg("%s: not within %lld ms (state %d, %" PRIu64 " renewals, %" PRIu64 " failures, session %" PRIu64
+                     ", %s)", what, (long long)timeout_ms, (int)st.state, st.renewals, st.failures, st.session_id,
+                     st.reason);
+        tu_sleep_ms(20);
+    }
+}
+
+static int renewed_at_least(const rowlock_keep_info *st, uint64_t n)
+{
+    return st->renewals >= n;
+}
+
+static int renewed_on_another_session(const rowlock_keep_info *st, uint64_t killed)
+{
+    return st->session_id != 0 && st->session_id != killed && st->state == ROWLOCK_KEEP_HELD;
+}
+
+/* An account of the shared test server allowed ONE connection, and an
+ * option file for it in `cnf`; 0 (skip) without the sandbox's admin access
+ * (an external server). */
+static char ONE_USER[64];
+static int one_connection_account(char *root, size_t rcap, char *cnf, size_t ccap)
+{
+    const char *dir = getenv("ROWLOCK_SANDBOX_DIR"), *df = tu_defaults_file();
+    if (dir == NULL || df == NULL || strncmp(df, dir, strlen(dir)) != 0)
+        return 0; /* the tests do not run on the sandbox */
+    snprintf(root, rcap, "%s/root.cnf", dir);
+    if (access(root, R_OK) != 0)
+        return 0;
+    char host[256] = "", port[16] = "", db[128] = "";
+    tu_optfile_get(df, "client", "host", host, sizeof host);
+    tu_optfile_get(df, "client", "port", port, sizeof port);
+    tu_optfile_get(df, "client", "database", db, sizeof db);
+    if (!host[0] || !port[0] || !db[0])
+        return 0;
+    snprintf(ONE_USER, sizeof ONE_USER, "rl_onecon_%s", strategy_arg[0] == 'o' ? "opt" : "ins");
+    const char *pw = "onecon-pw-4f1e";
+    for (int h = 0; h < 2; h++) {
+        const char *at = h ? "localhost" : "127.0.0.1";
+        assert_int_equal(tu_sql(root, 0, "DROP USER IF EXISTS '%s'@'%s'", ONE_USER, at), 0);
+        assert_int_equal(tu_sql(root, 0, "CREATE USER '%s'@'%s' IDENTIFIED BY '%s' WITH MAX_USER_CONNECTIONS 1",
+                                ONE_USER, at, pw), 0);
+        assert_int_equal(tu_sql(root, 0, "GRANT ALL PRIVILEGES ON `%s`.* TO '%s'@'%s'", db, ONE_USER, at), 0);
+    }
+    snprintf(cnf, ccap, "%s.cnf", ONE_USER);
+    FILE *f = fopen(cnf, "w");
+    assert_non_null(f);
+    fprintf(f, "[client]\nhost=%s\nport=%s\nuser=%s\npassword=%s\ndatabase=%s\n", host, port, ONE_USER, pw, db);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(cnf, 0600), 0);
+    return 1;
+}
+
+static void one_connection_account_drop(const char *root)
+{
+    (void)tu_sql(root, 0, "DROP USER IF EXISTS '%s'@'127.0.0.1', '%s'@'localhost'", ONE_USER, ONE_USER);
+}
+
+/* ROWLOCK_KEEP_SAME_CONNECTION: a holder allowed one connection keeps its
+ * lock for several leases, the renewals running on its own session (the
+ * account's only one); without the flag the keeper's connection is refused
+ * (the control: the limit is real). A KILL of that session is ridden out: the
+ * renewal reconnects it, the callback never runs, the lock stays ours. */
+static void test_keep__same_connection_renews_on_the_holders_only_session(void **state)
+{
+    (void)state;
+    if (!is_lease())
+        skip(); /* for-update: always kept on its own session */
+    char root[PATH_MAX], cnf[PATH_MAX];
+    if (!one_connection_account(root, sizeof root, cnf, sizeof cnf))
+        skip();
+    events ev = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
+    rowlock_client *c = tu_client_at(cnf, TABLE), *other = tu_client(TABLE);
+    rowlock_lock *l = tu_lock(c, "one-connection", strategy), *o = tu_lock(other, "one-connection", strategy);
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    assert_rc(rowlock_keep(l, &ko), ROWLOCK_EDB, c); /* a second connection: over the account's limit */
+    assert_msg_has(c, "keeper's connection");
+    ko.flags = ROWLOCK_KEEP_SAME_CONNECTION;
+    ko.on_event = on_event;
+    ko.arg = &ev;
+    assert_rc(rowlock_keep(l, &ko), 0, c);
+    assert_rc(rowlock_acquire(l, 0, 1000), 0, c);
+    /* Four renewals every third of a second: more than a lease, held. */
+    rowlock_keep_info st = await_status(l, renewed_at_least, 4, 10000, "4 renewals");
+    assert_int_equal(st.state, ROWLOCK_KEEP_HELD);
+    int ok = 0;
+    long long n = tu_sql_int(root, &ok, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = '%s'",
+                             ONE_USER);
+    assert_true(ok);
+    assert_int_equal(n, 1);
+    long long id = tu_sql_int(root, &ok, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '%s'", ONE_USER);
+    assert_true(ok);
+    assert_int_equal((uint64_t)id, st.session_id); /* the renewing session is the client's only one */
+    assert_rc(rowlock_acquire(o, 0, 1000), ROWLOCK_EBUSY, other);
+
+    /* The server ends that session: the next renewal reconnects it. */
+    uint64_t killed = st.session_id;
+    assert_int_equal(tu_sql(root, 0, "KILL CONNECTION %" PRIu64, killed), 0);
+    st = await_status(l, renewed_on_another_session, killed, 15000, "renewing on a new session after the KILL");
+    st = await_status(l, renewed_at_least, st.renewals + 2, 10000, "2 more renewals after the KILL");
+    assert_int_equal(st.state, ROWLOCK_KEEP_HELD);
+    assert_int_equal(ev_calls(&ev), 0);
+    assert_rc(rowlock_acquire(o, 0, 1000), ROWLOCK_EBUSY, other);
+    assert_rc(rowlock_release(l), 0, c);
+    assert_int_equal(status_of(l).state, ROWLOCK_KEEP_NONE);
+    assert_rc(rowlock_acquire(o, 0, 1000), 0, other);
+    assert_rc(rowlock_release(o), 0, other);
+    one_connection_account_drop(root);
+}
+
 /* Option checks need no server round trip. */
 static void test_keep__refuses_bad_options(void **state)
 {
@@ -312,6 +441,23 @@ static void test_keep__refuses_bad_options(void **state)
     assert_msg_has(c, "renewing every 3000 ms");
     ko.interval_ms = -1;
     assert_rc(rowlock_keep(l, &ko), ROWLOCK_EINVALID, c);
+    ko = (rowlock_keep_options)ROWLOCK_KEEP_OPTIONS_INIT;
+    ko.flags = 0x80;
+    assert_rc(rowlock_keep(l, &ko), ROWLOCK_EINVALID, c);
+    assert_msg_has(c, "unknown flags 0x80");
+    /* A version-1 caller's struct, which ends before `flags` (versioned
+     * structs, case 1): accepted, nothing read past its end (ASan). */
+    struct v1 {
+        unsigned int version;
+        int64_t lease_ms, interval_ms, warn_ms;
+        rowlock_keep_fn on_event;
+        void *arg;
+    } *v1 = malloc(sizeof *v1);
+    assert_non_null(v1);
+    *v1 = (struct v1){ 1, 0, 0, 0, NULL, NULL };
+    assert_rc(rowlock_keep(l, (const rowlock_keep_options *)(void *)v1), 0, c);
+    free(v1);
+    assert_rc(rowlock_keep(l, NULL), 0, c);
     rowlock_keep_info st = ROWLOCK_KEEP_INFO_INIT;
     st.version = 0;
     assert_int_equal(rowlock_keep_status(l, &st), ROWLOCK_EINVALID);
@@ -341,6 +487,7 @@ int main(int argc, char **argv)
         TU_TEST(test_keep__reports_a_force_release_within_one_interval_once),
         TU_TEST(test_keep__safe_until_never_passes_the_server_lease_end),
         TU_TEST(test_keep__for_update_reports_the_end_of_the_holding_session_at_once),
+        TU_TEST(test_keep__same_connection_renews_on_the_holders_only_session),
     };
     char group[64];
     snprintf(group, sizeof group, "keeper_%s", argv[1]);

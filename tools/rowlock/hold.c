@@ -5,8 +5,9 @@
  * most a second (so a signal, or the watched shell's exit, ends the wait
  * promptly), wait out a transient server state like a busy lock, hand the
  * lease to the library's keeper (rowlock_keep: renewals every third of the
- * lease on a connection of its own, or the holding session watched for
- * for-update), are woken by the keeper's callback through a pipe, and take
+ * lease on the holder's own connection, ROWLOCK_KEEP_SAME_CONNECTION, so a
+ * holder costs one server connection and a grant is never refused a second;
+ * or the holding session watched for for-update), are woken by the keeper's callback through a pipe, and take
  * the lock for lost by the same rule. What each does with that differs and
  * stays in its file: run starts COMMAND, stops it before the lease could
  * end and exits with its status (run.c); lock answers `unlock` on a socket
@@ -219,6 +220,9 @@ int rl_hold_keep(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char 
     ko.lease_ms = o->lease_ms;
     ko.on_event = on_keep_event;
     ko.arg = h;
+    /* One connection: the supervisor's thread does not use it while it
+     * holds the lock (it waits for COMMAND, or for `unlock`). */
+    ko.flags = ROWLOCK_KEEP_SAME_CONNECTION;
     rc = rowlock_keep(h->l, &ko);
     if (rc != 0) {
         cli_report(PROG, fail, h->c, rc);

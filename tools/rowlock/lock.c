@@ -11,7 +11,7 @@
  * session (setsid), acquires the lock, reports through a pipe to
  * the front process (which prints the handle and exits), then keeps the
  * lock with the library's lease keeper (rowlock_keep: renewals every third
- * of the lease on a connection of its own, as for `run`) until one of:
+ * of the lease on the supervisor's one connection, as for `run`) until one of:
  *   - `rowlock unlock HANDLE`: it releases and answers with the result;
  *     (`rowlock unlock --downgrade HANDLE` makes an exclusive lock shared
  *     without letting go, rowlock_downgrade, and the supervisor goes on);
@@ -729,7 +729,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         goto report;
     }
 
-    /* The library's keeper renews the lease on a connection of its own (or,
+    /* The library's keeper renews the lease on our one connection (or,
      * for for-update, watches the holding session); its callback wakes the
      * supervisor. */
     ex = rl_hold_keep(&s.h, &la->o, "lock", "cannot keep the lock");

@@ -868,7 +868,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = cli_exit_for(rc);
         goto out;
     }
-    /* The library's keeper renews the lease (on a connection of its own)
+    /* The library's keeper renews the lease (on our one connection)
      * or, for for-update, watches the holding session; its callback wakes
      * the supervisor. */
     memset(&wt, 0, sizeof wt);
