@@ -452,9 +452,22 @@ static int renew_held(rowlock_lock *l, int64_t lease_ms)
  * again after it, counting the lease from the downgrade's start (the
  * downgrade sets the lease to at least l->lease_ms from the server's now).
  */
+static int downgrade_held(rowlock_lock *l);
+
+/* Held for the whole call as release and renew are (above): a keeper
+ * renewing other locks on this connection never runs between its statements. */
 ROWLOCK_EXTERN int rowlock_downgrade(rowlock_lock *l)
 {
     CHECK_HANDLE(l);
+    rowlock_client *c = l->client;
+    rowlock__db_hold(c);
+    int rc = downgrade_held(l);
+    rowlock__db_unhold(c);
+    return rc;
+}
+
+static int downgrade_held(rowlock_lock *l)
+{
     rowlock_client *c = l->client;
     rowlock__clear_error(c);
     if (l->lost)
