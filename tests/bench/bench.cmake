@@ -18,6 +18,19 @@ if(TARGET tool_rowlock_bench)
   rowlock_db_test(bench_smoke TIMEOUT 600 LABELS bench)
   set_tests_properties(bench_smoke PROPERTIES RUN_SERIAL TRUE)
 
+  # --waiters: a few idle waiters of every library kind, their cost sampled
+  # briefly; exit 0 only if every waiter was granted and mutual exclusion held.
+  add_test(NAME bench_waiters_smoke
+           COMMAND tool_rowlock_bench --waiters 4 --seconds 0.5
+                   --defaults-file=${ROWLOCK_TEST_DEFAULTS_FILE} --table=t_bench_waiters)
+  rowlock_db_test(bench_waiters_smoke TIMEOUT 300 LABELS bench)
+  set_tests_properties(bench_waiters_smoke PROPERTIES RUN_SERIAL TRUE
+                       PASS_REGULAR_EXPRESSION "semaphore +[0-9.]+"
+                       FAIL_REGULAR_EXPRESSION "FAILED")
+  add_test(NAME bench_usage_waiters_bad COMMAND tool_rowlock_bench --waiters 0)
+  set_tests_properties(bench_usage_waiters_bad PROPERTIES LABELS unit
+                       PASS_REGULAR_EXPRESSION "--waiters: N must be 1-4096")
+
   # Option parsing, no server: --reaper-pause takes 'auto' or milliseconds.
   add_test(NAME bench_usage_reaper_pause_bad COMMAND tool_rowlock_bench --reaper-pause fast)
   set_tests_properties(bench_usage_reaper_pause_bad PROPERTIES LABELS unit

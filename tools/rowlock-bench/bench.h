@@ -1,7 +1,7 @@
 /*
  * rowlock-bench: what its files share. The tool is split along its sections,
  * listed here from the bottom up: each file calls only those above it in
- * this list, never one below (main.c alone calls modes.c).
+ * this list, never one below (main.c alone calls modes.c and waiters.c).
  *
  *   util.c       clocks, sample vectors, percentiles, and the watchdog that bounds every phase
  *   results.c    the result records of a run, and their keys: strategies and scenarios
@@ -11,6 +11,7 @@
  *   scenarios.c  the scenarios: uncontended, hot, many, table_size, reaper
  *   output.c     the results table, JSON lines and the targets with their ratios
  *   modes.c      rowlock-bench --modes: shared readers and semaphores
+ *   waiters.c    rowlock-bench --waiters N: what idle waiters cost the server
  *   main.c       command line, setup, main
  */
 #ifndef ROWLOCK_TOOLS_BENCH_H
@@ -292,5 +293,8 @@ void print_targets(const bench *b, FILE *f);
 
 /* modes.c: rowlock-bench --modes, shared readers and semaphores */
 int bench_modes_main(int argc, char **argv);
+
+/* waiters.c: rowlock-bench --waiters N, what idle waiters cost the server */
+int bench_waiters_main(int argc, char **argv);
 
 #endif

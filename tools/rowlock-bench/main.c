@@ -51,6 +51,10 @@ static void usage(FILE *f)
             "  --modes [--seconds S] [--hold-us N] [CONNECTION OPTIONS]  (first argument)\n"
             "                       shared readers at\n"
             "                       1/8/32 clients and a semaphore of 4 at 32 (table bench_modes)\n"
+            "  --waiters N [--seconds S] [--kinds LIST] [--rowlock PATH] [CONNECTION OPTIONS]\n"
+            "                       (first argument) what N idle waiters cost the server per\n"
+            "                       kind: statements/s, server CPU, drain time and memory per\n"
+            "                       waiter, against GET_LOCK (table bench_waiters)\n"
             "  -v, --verbose        progress on stderr\n"
             "  --help, --version\n"
             "\n"
@@ -446,6 +450,8 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "--modes") == 0)
         return bench_modes_main(argc - 1, argv + 1); /* shared locks and semaphores: modes.c */
+    if (argc > 1 && strcmp(argv[1], "--waiters") == 0)
+        return bench_waiters_main(argc - 1, argv + 1); /* idle waiters' cost: waiters.c */
     memset(&b, 0, sizeof b);
     b.cleanup_ok = 1;
     cli_conn_init(&b.cc);
