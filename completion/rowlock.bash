@@ -249,7 +249,7 @@ _rowlock_reaper()
     elif ((_rl_cword > 1)) && _rowlock_valued "$prev"; then
         _rowlock_value "$prev" "$cur"
     else
-        _rowlock_add "$cur" --grace --batch --pause --max-seconds --dry-run --json --quiet \
+        _rowlock_add "$cur" --grace --batch --pause --max-seconds --wait-leases --dry-run --json --quiet \
             --verbose --metrics-file --help --version $_rowlock_conn_opts
     fi
     return 0

@@ -1142,8 +1142,9 @@ typedef struct rowlock_stats_info {
  */
 ROWLOCK_EXTERN int rowlock_admin_stats(rowlock_client *c, rowlock_stats_info *st);
 
-/* Version 2 added pause_ms; version 1 structs (without it) are still accepted. */
-#define ROWLOCK_REAP_OPTIONS_VERSION 2
+/* Version 2 added pause_ms, version 3 wait_leases; older structs (without
+ * them) are still accepted. */
+#define ROWLOCK_REAP_OPTIONS_VERSION 3
 
 typedef struct rowlock_reap_options {
     unsigned int version;     /**< ROWLOCK_REAP_OPTIONS_VERSION */
@@ -1157,16 +1158,30 @@ typedef struct rowlock_reap_options {
                                    the disk busy about half the time; 0 none (full speed); else
                                    ms, at most 60000. Spreads the purge's redo and page writes so
                                    live locks' commits wait less; a purge of one batch never waits */
+    /* version 3 */
+    int wait_leases;          /**< a Galera cluster only (one server: ignored, the server's clock
+                                   judges every lease). A held row whose lease ended by the node's
+                                   clock is purged only once this client has seen its (token,
+                                   generation) unchanged for its lease + 0.1 % + 1 ms on its own
+                                   monotonic clock, like a taker (no node clock decides). 1: watch
+                                   such rows within this call (one lease, bounded by max_ms) and
+                                   purge those their holders did not write meanwhile, with a
+                                   compare-and-set delete. 0 (the default): purge only the ones
+                                   this client watched a lease ago (an earlier call on the same
+                                   client) and count the rest in stats->unjudged */
 } rowlock_reap_options;
 /** pause_ms: pause as long as the previous deleting statement took. */
 #define ROWLOCK_REAP_PAUSE_AUTO (-1)
 
-#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, ROWLOCK_REAP_PAUSE_AUTO }
+#define ROWLOCK_REAP_OPTIONS_INIT { ROWLOCK_REAP_OPTIONS_VERSION, -1, 0, 0, 0, ROWLOCK_REAP_PAUSE_AUTO, 0 }
 
 /* rowlock_reap_stats: filled by the library (versioned structs, case 2).
  * Its own version since 0.2.0: 0.1.0 callers set ROWLOCK_REAP_OPTIONS_VERSION
- * here, which is still accepted (any version but 0 is). */
-#define ROWLOCK_REAP_STATS_VERSION 1
+ * here, which is still accepted (any version but 0 is). Version 3 added
+ * unjudged, changed and waited_us; there is no version 2 of its own (a
+ * 0.1.0 caller's 2 was the options' version, and its struct ends at
+ * complete: versions 1 and 2 get the version 1 fields). */
+#define ROWLOCK_REAP_STATS_VERSION 3
 
 typedef struct rowlock_reap_stats {
     unsigned int version;      /**< set by the caller: ROWLOCK_REAP_STATS_VERSION */
@@ -1174,10 +1189,19 @@ typedef struct rowlock_reap_stats {
     uint64_t batches;          /**< deleting statements run */
     int64_t oldest_expiry_us;  /**< oldest lease end among them, server clock, µs epoch; 0 none */
     int64_t elapsed_us;        /**< wall time spent */
-    int complete;              /**< 1 if nothing stale is left, 0 if stopped by max_ms */
+    int complete;              /**< 0 if max_ms stopped it while purgeable rows were left (or,
+                                    with wait_leases, held rows whose lease it could not watch
+                                    within max_ms: counted in unjudged); else 1 */
+    /* version 3 */
+    uint64_t unjudged;         /**< a cluster: held rows whose lease ended by the node's clock
+                                    and which this client has not watched for a lease (wait_leases
+                                    0, or max_ms too short): left in place; 0 on one server */
+    uint64_t changed;          /**< a cluster: held rows watched for a lease whose holder wrote
+                                    meanwhile (renewed, released or taken over): left in place */
+    int64_t waited_us;         /**< time spent waiting for leases to be watched (wait_leases) */
 } rowlock_reap_stats;
 
-#define ROWLOCK_REAP_STATS_INIT { ROWLOCK_REAP_STATS_VERSION, 0, 0, 0, 0, 0 }
+#define ROWLOCK_REAP_STATS_INIT { ROWLOCK_REAP_STATS_VERSION, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Purge stale rows (lease ended more than grace ago) in batches. The expiry
@@ -1188,9 +1212,18 @@ typedef struct rowlock_reap_stats {
  * server's clock, not from the row alone).
  * @param opts   may be NULL (the _INIT defaults).
  * @param stats  may be NULL; else filled (its version not 0).
+ * On a Galera cluster no node's clock decides that a held lease ended:
+ * released rows are purged by age as above, and a held row only once this
+ * client has seen it unchanged for its lease (see wait_leases), then with a
+ * delete conditional on the (token, generation) it saw, which a renewal
+ * committed meanwhile on any node defeats (its row changed, or the delete
+ * fails certification); the token floor is raised in the same transaction.
  * @return 0, ROWLOCK_EINVALID (bad options: a version 0 or newer than this
  *   library, a value out of range; stats->version 0), ROWLOCK_EDB.
- * Blocks up to max_ms plus one batch.
+ * Blocks up to max_ms plus one batch; with wait_leases on a cluster and no
+ * max_ms, up to the longest lease among the held rows it watches (+ 0.1 %)
+ * plus the purge. A dry run with wait_leases watches too (and deletes
+ * nothing), so it counts what a real run would purge.
  */
 ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_options *opts,
                                 rowlock_reap_stats *stats);

@@ -12,6 +12,7 @@
  */
 #include "rowlock_int.h"
 
+#include <stddef.h>
 #include <string.h>
 
 static const char LIST_HELD[] =
@@ -29,6 +30,11 @@ static const char FORCE_RELEASE[] =
 static const char REAP_SURVEY[] =
     "/* rowlock:reap-survey */ SELECT COUNT(*), IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', MIN(expires_at))),0) FROM `{{table}}` "
     "WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
+/* Params: grace µs, grace µs. 1 if a stale row or holder entry is left
+ * (asked when the budget stopped a purge: "more remain" must be true). */
+static const char REAP_LEFT[] =
+    "/* rowlock:reap-left */ SELECT EXISTS(SELECT 1 FROM `{{table}}` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)"
+    " OR EXISTS(SELECT 1 FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)";
 /* Params: grace µs, batch. */
 static const char REAP_DELETE[] =
     "/* rowlock:reap-delete */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
@@ -180,6 +186,30 @@ ROWLOCK_EXTERN int rowlock_admin_force_release(rowlock_client *c, const char *na
     return 0;
 }
 
+/* Pause between batches, cut short by the budget (deadline 0: none). */
+static void reap_pause(int64_t pause_ms, int64_t took_us, int64_t deadline)
+{
+    int64_t us = pause_ms == ROWLOCK_REAP_PAUSE_AUTO ? (took_us < 60000000 ? took_us : 60000000) : pause_ms * 1000;
+    if (deadline > 0) {
+        const int64_t left = deadline - rowlock__now_us();
+        us = us < left ? us : left;
+    }
+    if (us > 0)
+        rowlock__sleep_us(us);
+}
+
+/* Copy out the fields of stats' version (rowlock.h: versions 1 and 2 end at
+ * complete; a newer caller's later fields keep what it set). */
+static void reap_stats_out(rowlock_reap_stats *out, const rowlock_reap_stats *st)
+{
+    const unsigned int v = out->version;
+    if (v >= 3)
+        memcpy(out, st, sizeof *st);
+    else
+        memcpy(out, st, offsetof(rowlock_reap_stats, unjudged));
+    out->version = v;
+}
+
 ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_options *o, rowlock_reap_stats *stats)
 {
     if (c == NULL)
@@ -197,8 +227,9 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
      * before ROWLOCK_REAP_STATS_VERSION existed set the options' 1 or 2). */
     if (stats && stats->version == 0)
         return rowlock__fail(c, ROWLOCK_EINVALID, "reap: stats->version is 0 (start from ROWLOCK_REAP_STATS_INIT)");
-    /* A version 1 caller's struct ends before pause_ms: never read it. */
+    /* An older caller's struct ends before the later fields: never read them. */
     const int64_t pause_ms = o->version >= 2 ? o->pause_ms : 0;
+    const int wait_leases = o->version >= 3 ? o->wait_leases != 0 : 0;
     if ((pause_ms < 0 && pause_ms != ROWLOCK_REAP_PAUSE_AUTO) || pause_ms > 60000)
         return rowlock__fail(c, ROWLOCK_EINVALID,
                              "reap: pause %lld ms is out of range (0..60000, or ROWLOCK_REAP_PAUSE_AUTO)",
@@ -215,8 +246,9 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
 
     rowlock_reap_stats st;
     memset(&st, 0, sizeof st);
-    st.version = stats ? stats->version : ROWLOCK_REAP_STATS_VERSION;
+    st.version = ROWLOCK_REAP_STATS_VERSION;
     const int64_t start = rowlock__now_us();
+    const int64_t deadline = max_us > 0 ? start + max_us : 0;
     rowlock__param pg = RL_I64(grace_ms * 1000);
     rowlock__col survey[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
     int rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = REAP_SURVEY, .params = &pg, .nparams = 1,
@@ -224,22 +256,32 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
     if (rc)
         goto out;
     st.oldest_expiry_us = survey[1].i;
+    const rowlock__lease_rule *rule;
+    if ((rc = rowlock__lease_rule_get(c, &rule)))
+        goto out;
+    if (rule->reap) {
+        /* The rule's own (a cluster: no node clock judges a held lease);
+         * a dry run there counts by the same rule. */
+        rc = rule->reap(c, grace_ms, batch, max_us, wait_leases, o->dry_run, start, &st);
+        goto out;
+    }
     if (o->dry_run) {
+        /* The predicate of REAP_DELETE and of holders.c's purge. */
         st.purged = (uint64_t)survey[0].i;
         st.complete = 1;
         rc = rowlock__holders_reap(c, grace_ms, batch, 1, &st.purged);
         goto out;
     }
-    const rowlock__lease_rule *rule;
-    if ((rc = rowlock__lease_rule_get(c, &rule)))
-        goto out;
-    if (rule->reap) {
-        rc = rule->reap(c, grace_ms, batch, max_us, 0, start, &st);
-        goto out;
-    }
     for (;;) {
-        if (max_us > 0 && rowlock__now_us() - start >= max_us)
+        if (deadline > 0 && rowlock__now_us() >= deadline) {
+            /* Stopped by the budget: "more remain" only if some do. */
+            rowlock__param pl[2] = { RL_I64(grace_ms * 1000), RL_I64(grace_ms * 1000) };
+            rowlock__col left = { .type = ROWLOCK__T_I64 };
+            rc = rowlock__db_run(c, RL_STMT(.what = "reap: rows left", .tmpl = REAP_LEFT, .params = pl, .nparams = 2,
+                                            .cols = &left, .ncols = 1));
+            st.complete = rc == 0 && left.i == 0;
             break;
+        }
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         rowlock__res res;
         if ((rc = rowlock__db_simple(c, "reap: isolation", "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
@@ -265,14 +307,12 @@ ROWLOCK_EXTERN int rowlock_admin_reap(rowlock_client *c, const rowlock_reap_opti
             st.complete = rc == 0;
             break;
         }
-        if (pause_ms == ROWLOCK_REAP_PAUSE_AUTO)
-            rowlock__sleep_us(took_us < 60000000 ? took_us : 60000000);
-        else if (pause_ms > 0)
-            rowlock__sleep_us(pause_ms * 1000);
+        if (pause_ms != 0)
+            reap_pause(pause_ms, took_us, deadline);
     }
 out:
     st.elapsed_us = rowlock__now_us() - start;
     if (stats)
-        *stats = st;
+        reap_stats_out(stats, &st);
     return rc;
 }

@@ -334,27 +334,59 @@ static void cluster_wait_end(rowlock_lock *l, int rc)
  * The reaper on a cluster. Released rows (owner NULL) are purged as on one
  * server, by expires_at (the release time by the releasing node's clock:
  * a skewed clock only makes the grace longer or shorter, never unsafe).
- * A held row whose lease ended is purged only once this client has seen it
- * unchanged (token, gen) for its lease, across calls of rowlock_admin_reap on the
- * same client (the reaper daemon): the first call that sees it records it.
- * Every batch deletes and raises the token floor to the largest deleted
- * token in one transaction.
+ * A held row whose lease ended by this node's clock is only a candidate:
+ * it is purged once this client has seen its (token, gen) unchanged for its
+ * lease (cluster_wait_us), the taker's rule above, and then by a delete
+ * conditional on that (token, gen), so a renewal committed meanwhile on any
+ * node saves the row (it changed: 0 rows; or the delete fails
+ * certification: busy). The watch counts either across calls on the same
+ * client (a reaper that keeps its client: the first call that sees a row
+ * records it) or, with wait_leases, within one call: it surveys the
+ * candidates, sleeps until each one's lease has passed (within max_us) and
+ * judges it. Every delete raises the token floor to the largest deleted
+ * token in the same transaction. A dry run watches the same way and asks
+ * the delete's predicate with a causal read instead of deleting.
+ *
+ * Candidates are surveyed a page (batch rows) at a time in (expires_at,
+ * name) order, each page after the last row of the previous one, so rows
+ * renewed by a node whose clock is behind (still looking stale) cannot
+ * hold the survey on one page; each page is watched for its own lease.
+ * Held rows are deleted one per transaction (a renewal of one must not
+ * roll back the others' purge).
  */
 /* Params: grace µs, batch. */
 static const char CL_REAP_FREE[] =
     "/* rowlock:cl-reap-free */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE owner IS NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
     "ORDER BY expires_at LIMIT ? RETURNING token";
-/* Params: grace µs, batch. Candidates: held rows stale by this node's clock. */
+/* Params: grace µs. What CL_REAP_FREE would delete (a dry run). */
+static const char CL_REAP_FREE_COUNT[] =
+    "/* rowlock:cl-reap-free-count */ SELECT COUNT(*) FROM `{{table}}` "
+    "WHERE owner IS NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
+/* Params: grace µs. 1 if a row stale by this node's clock is left (the
+ * budget stopped the purge: "more remain" must be true). */
+static const char CL_REAP_LEFT[] =
+    "/* rowlock:cl-reap-left */ SELECT EXISTS(SELECT 1 FROM `{{table}}` "
+    "WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)";
+/* Params: grace µs, after µs, after µs, after name, batch. Candidates: held
+ * rows stale by this node's clock, one page after (expires_at, name). */
 static const char CL_REAP_SURVEY[] =
     "/* rowlock:cl-reap-survey */ SELECT name, token, gen,"
-    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
-    "FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
-    "ORDER BY expires_at LIMIT ?";
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)),"
+    " TIMESTAMPDIFF(MICROSECOND, '1970-01-01', expires_at) "
+    "FROM `{{table}}` WHERE owner IS NOT NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND"
+    " AND (expires_at > '1970-01-01' + INTERVAL ? MICROSECOND"
+    " OR (expires_at = '1970-01-01' + INTERVAL ? MICROSECOND AND name > ?)) "
+    "ORDER BY expires_at, name LIMIT ?";
 /* Params: name, token, gen. */
 static const char CL_REAP_ONE[] =
     "/* rowlock:cl-reap-one */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL RETURNING token";
+/* Params: name, token, gen. CL_REAP_ONE's predicate as a read that sees
+ * every write committed anywhere before it (a dry run). */
+static const char CL_REAP_PEEK[] =
+    "/* rowlock:cl-reap-peek */ SET STATEMENT wsrep_sync_wait = 1 FOR "
+    "SELECT COUNT(*) FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL";
 /* Params: token. */
 static const char CL_FLOOR_RAISE[] =
     "/* rowlock:cl-floor */ INSERT INTO `{{table}}_floor` (id, token) VALUES (1, ?) "
@@ -364,7 +396,7 @@ typedef struct reap_seen {
     char name[ROWLOCK_NAME_MAX + 1];
     uint64_t token, gen;
     int64_t since_us, lease_us;
-    int mark;
+    int mark; /* in the current page */
 } reap_seen;
 
 typedef struct reap_state {
@@ -428,10 +460,13 @@ static int delete_raising_floor(rowlock_client *c, const char *sql, const rowloc
 }
 
 struct survey_ctx {
-    rowlock__col cols[4];
+    rowlock__col cols[5];
     char name[ROWLOCK_NAME_MAX + 1];
     reap_state *s;
     int64_t now;
+    uint64_t rows;
+    char last_name[ROWLOCK_NAME_MAX + 1]; /* the page's last row: the next page starts after it */
+    int64_t last_exp;
     int oom;
 };
 
@@ -439,6 +474,9 @@ static int survey_row(void *arg)
 {
     struct survey_ctx *x = arg;
     reap_state *s = x->s;
+    x->rows++;
+    rowlock__strlcpy(x->last_name, x->name, sizeof x->last_name);
+    x->last_exp = x->cols[4].i;
     for (size_t i = 0; i < s->n; i++) {
         reap_seen *e = &s->v[i];
         if (strcmp(e->name, x->name) == 0) {
@@ -472,17 +510,66 @@ static int survey_row(void *arg)
     return 0;
 }
 
-static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run,
-                        int64_t start, rowlock_reap_stats *st)
+/* Judge one watched row: purge it if its (token, gen) is as seen (dry run:
+ * count it), else count it changed. Either way it is settled. */
+static int reap_judge(rowlock_client *c, const reap_seen *e, int dry_run, rowlock_reap_stats *st)
+{
+    rowlock__param p[3] = { RL_STR(e->name, strlen(e->name)), RL_U64(e->token), RL_U64(e->gen) };
+    uint64_t n = 0;
+    int rc;
+    if (dry_run) {
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: peek", .tmpl = CL_REAP_PEEK, .params = p, .nparams = 3,
+                                        .cols = &col, .ncols = 1));
+        n = rc == 0 && col.i > 0;
+    } else {
+        rc = delete_raising_floor(c, CL_REAP_ONE, p, 3, &n);
+    }
+    if (rc == ROWLOCK_EBUSY) {
+        /* A lock wait timeout or a certification failure: another
+         * transaction wrote the row (its holder renewing, most likely). */
+        st->changed++;
+        return 0;
+    }
+    if (rc)
+        return rc;
+    if (n > 0) {
+        st->purged += n;
+        st->batches += !dry_run;
+    } else {
+        st->changed++; /* renewed, released or taken over since it was seen */
+    }
+    return 0;
+}
+
+static int64_t seen_due(const reap_seen *e)
+{
+    return e->since_us + cluster_wait_us(e->lease_us);
+}
+
+static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int wait_leases,
+                        int dry_run, int64_t start, rowlock_reap_stats *st)
 {
     reap_state *s = c->cluster;
     if (s == NULL && (s = c->cluster = calloc(1, sizeof *s)) == NULL)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory");
-    int rc = 0, free_done = dry_run;
-    /* Released rows, in batches. */
+    const int64_t deadline = max_us > 0 ? start + max_us : INT64_MAX;
+    int rc = 0, stopped = 0;
+    /* Released rows, in batches (a dry run: counted by the same predicate). */
+    if (dry_run) {
+        rowlock__param pg = RL_I64(grace_ms * 1000);
+        rowlock__col col = { .type = ROWLOCK__T_I64 };
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = CL_REAP_FREE_COUNT, .params = &pg,
+                                        .nparams = 1, .cols = &col, .ncols = 1));
+        if (rc)
+            return rc;
+        st->purged += (uint64_t)col.i;
+    }
     while (!dry_run) {
-        if (max_us > 0 && rowlock__now_us() - start >= max_us)
-            return 0;
+        if (rowlock__now_us() >= deadline) {
+            stopped = 1;
+            break;
+        }
         rowlock__param p[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
         uint64_t n = 0;
         rc = delete_raising_floor(c, CL_REAP_FREE, p, 2, &n);
@@ -494,13 +581,10 @@ static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int
             return rc;
         st->batches++;
         st->purged += n;
-        if (n < batch) {
-            free_done = 1;
+        if (n < batch)
             break;
-        }
     }
-    /* Held rows whose lease ended by this node's clock: purged once seen
-     * unchanged for their lease (since an earlier call or survey). */
+    /* Held rows whose lease ended by this node's clock, a page at a time. */
     struct survey_ctx x;
     memset(&x, 0, sizeof x);
     x.s = s;
@@ -508,42 +592,105 @@ static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int
     x.cols[1].type = ROWLOCK__T_U64;
     x.cols[2].type = ROWLOCK__T_U64;
     x.cols[3].type = ROWLOCK__T_I64;
+    x.cols[4].type = ROWLOCK__T_I64;
     for (size_t i = 0; i < s->n; i++)
         s->v[i].mark = 0;
-    rowlock__param ps[2] = { RL_I64(grace_ms * 1000), RL_U64(batch) };
-    x.now = rowlock__now_us(); /* before the survey: a row first seen now counts from its end */
-    rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = CL_REAP_SURVEY, .params = ps, .nparams = 2,
-                                    .cols = x.cols, .ncols = 4, .row_fn = survey_row, .arg = &x));
-    if (rc)
-        return rc;
-    /* A row first seen in this survey counts from after it came back. */
-    const int64_t after = rowlock__now_us();
-    size_t keep = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        reap_seen *e = &s->v[i];
-        if (!e->mark)
-            continue; /* gone, renewed by its node's clock, or taken: forget it */
-        if (e->since_us == x.now)
-            e->since_us = after;
-        if (!dry_run && after - e->since_us >= cluster_wait_us(e->lease_us) &&
-            !(max_us > 0 && after - start >= max_us)) {
-            rowlock__param p[3] = { RL_STR(e->name, strlen(e->name)), RL_U64(e->token), RL_U64(e->gen) };
-            uint64_t n = 0;
-            rc = delete_raising_floor(c, CL_REAP_ONE, p, 3, &n);
-            if (rc && rc != ROWLOCK_EBUSY)
-                return rc;
-            rc = 0;
-            if (n > 0) {
-                st->purged += n;
-                st->batches++;
-                continue;
+    int64_t after_exp = 0;
+    char after_name[ROWLOCK_NAME_MAX + 1] = "";
+    while (!stopped) {
+        if (rowlock__now_us() >= deadline) {
+            stopped = 1;
+            break;
+        }
+        rowlock__param ps[5] = { RL_I64(grace_ms * 1000), RL_I64(after_exp), RL_I64(after_exp),
+                                 RL_STR(after_name, strlen(after_name)), RL_U64(batch) };
+        x.rows = 0;
+        x.now = rowlock__now_us(); /* before the survey: a row first seen now counts from its end */
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: survey", .tmpl = CL_REAP_SURVEY, .params = ps, .nparams = 5,
+                                        .cols = x.cols, .ncols = 5, .row_fn = survey_row, .arg = &x));
+        if (rc)
+            return rc;
+        if (x.oom)
+            return rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory");
+        /* A row first seen in this survey counts from after it came back. */
+        const int64_t after = rowlock__now_us();
+        for (size_t i = 0; i < s->n; i++)
+            if (s->v[i].mark && s->v[i].since_us == x.now)
+                s->v[i].since_us = after;
+        /* Judge this page's rows as their watch ends: at once for those an
+         * earlier call saw, after a sleep with wait_leases. */
+        for (;;) {
+            int64_t next = INT64_MAX;
+            size_t pending = 0;
+            for (size_t i = 0; i < s->n; i++)
+                if (s->v[i].mark == 1) {
+                    pending++;
+                    next = seen_due(&s->v[i]) < next ? seen_due(&s->v[i]) : next;
+                }
+            if (pending == 0)
+                break;
+            int64_t now = rowlock__now_us();
+            if (next > now) {
+                if (!wait_leases || next > deadline) {
+                    /* Not watched for a lease: left (with wait_leases, the
+                     * budget is too short: more remain). */
+                    st->unjudged += pending;
+                    for (size_t i = 0; i < s->n; i++)
+                        if (s->v[i].mark == 1)
+                            s->v[i].mark = 2;
+                    if (wait_leases)
+                        stopped = 1;
+                    break;
+                }
+                rowlock__sleep_us(next - now);
+                st->waited_us += rowlock__now_us() - now;
+                now = rowlock__now_us();
+            }
+            for (size_t i = 0; i < s->n && !stopped; i++) {
+                reap_seen *e = &s->v[i];
+                if (e->mark != 1 || seen_due(e) > now)
+                    continue;
+                if (rowlock__now_us() >= deadline) {
+                    stopped = 1; /* start no new purge after the budget */
+                    break;
+                }
+                if ((rc = reap_judge(c, e, dry_run, st)))
+                    return rc;
+                e->mark = 3;
+            }
+            if (stopped) {
+                for (size_t i = 0; i < s->n; i++)
+                    if (s->v[i].mark == 1) {
+                        st->unjudged++;
+                        s->v[i].mark = 2;
+                    }
             }
         }
-        s->v[keep++] = *e;
+        if (x.rows < batch)
+            break;
+        after_exp = x.last_exp;
+        rowlock__strlcpy(after_name, x.last_name, sizeof after_name);
     }
+    /* Keep for a later call the rows left unjudged (mark 2); forget the rest
+     * (settled, or not seen stale again: renewed, taken or gone). */
+    size_t keep = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].mark == 2)
+            s->v[keep++] = s->v[i];
     s->n = keep;
-    st->complete = free_done && keep == 0 && !x.oom;
-    return x.oom ? rowlock__fail(c, ROWLOCK_ENOMEM, "reap: out of memory") : 0;
+    if (stopped) {
+        /* The budget stopped it: "more remain" only if some do. */
+        rowlock__param pg = RL_I64(grace_ms * 1000);
+        rowlock__col left = { .type = ROWLOCK__T_I64 };
+        rc = rowlock__db_run(c, RL_STMT(.what = "reap: rows left", .tmpl = CL_REAP_LEFT, .params = &pg, .nparams = 1,
+                                        .cols = &left, .ncols = 1));
+        if (rc)
+            return rc;
+        st->complete = left.i == 0;
+    } else {
+        st->complete = 1;
+    }
+    return 0;
 }
 
 const rowlock__lease_rule rowlock__lease_rule_cluster = {

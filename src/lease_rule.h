@@ -49,10 +49,12 @@ typedef struct rowlock__lease_rule {
      * times the lease in µs, then name, owner, strategy. Rows: 1 adopted. */
     const char *adopt_sql;
     unsigned int lease_args;
-    /* May be NULL: then admin.c's batches by expires_at. rowlock_admin_reap()'s work
-     * under this rule (admin.c has checked the options); adds to st. */
-    int (*reap)(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int dry_run, int64_t start,
-                rowlock_reap_stats *st);
+    /* May be NULL: then admin.c's batches by expires_at (and its dry run's
+     * counts by the same predicate). rowlock_admin_reap()'s work under this
+     * rule, dry run included (admin.c has checked the options); adds to st
+     * and sets st->complete. wait_leases: rowlock_reap_options'. */
+    int (*reap)(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int wait_leases, int dry_run,
+                int64_t start, rowlock_reap_stats *st);
     /* May be NULL. The client is freed: free what the rule kept in it. */
     void (*client_free)(rowlock_client *c);
 } rowlock__lease_rule;

@@ -69,6 +69,15 @@ if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   set_property(TEST cli_json APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
+# rowlock-reaper's report on one server (tests/cli/test_reaper.sh): a dry
+# run counts what the real run purges, "more remain" only when rows are
+# left, --max-seconds a budget (the cluster side: tests/cluster, cluster_reaper).
+if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
+  add_test(NAME cli_reaper COMMAND bash ${_cli}/test_reaper.sh)
+  rowlock_db_test(cli_reaper TIMEOUT 120)
+  set_property(TEST cli_reaper APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()
+
 # --verbose prints the library's events (tests/cli/test_log.sh).
 if(TARGET tool_rowlock AND TARGET tool_rowlock_reaper)
   add_test(NAME cli_log COMMAND bash ${_cli}/test_log.sh)

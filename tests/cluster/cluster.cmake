@@ -36,4 +36,14 @@ set_tests_properties(cluster_main PROPERTIES
   RESOURCE_LOCK rowlock_private_server
   TIMEOUT 600
   ENVIRONMENT "ROWLOCK_CLUSTER=${ROWLOCK_CLUSTER_SCRIPT};ROWLOCK_CLUSTER_DIR=${ROWLOCK_CLUSTER_DIR};ROWLOCK_DEFAULTS_FILE=${ROWLOCK_CLUSTER_DIR}/node1.cnf;ROWLOCK_CLI=$<TARGET_FILE:tool_rowlock>")
+
+# The one-shot reaper on the cluster (issue 29 item 4): test_cluster's group
+# "reaper", apart so that it can run alone (`ctest -R cluster_reaper`).
+add_test(NAME cluster_reaper COMMAND test_cluster reaper)
+set_tests_properties(cluster_reaper PROPERTIES
+  LABELS "cluster"
+  FIXTURES_REQUIRED cluster
+  RESOURCE_LOCK rowlock_private_server
+  TIMEOUT 600
+  ENVIRONMENT "ROWLOCK_CLUSTER=${ROWLOCK_CLUSTER_SCRIPT};ROWLOCK_CLUSTER_DIR=${ROWLOCK_CLUSTER_DIR};ROWLOCK_DEFAULTS_FILE=${ROWLOCK_CLUSTER_DIR}/node1.cnf;ROWLOCK_CLI=$<TARGET_FILE:tool_rowlock>;ROWLOCK_REAPER=$<TARGET_FILE:tool_rowlock_reaper>")
 unset(_cl_hash)

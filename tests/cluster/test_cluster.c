@@ -27,6 +27,10 @@
  *   - a node whose clock is 5 s behind: no double grant, no lost renewal,
  *     tokens increasing, also across a reaper purge.
  *
+ * `test_cluster reaper` (ctest cluster_reaper): the one-shot reaper purges
+ * crashed holders' rows with --wait-leases, keeps a live holder's, and
+ * reports what it left.
+ *
  * `test_cluster fairness [seconds]` (not run by ctest) measures six waiters
  * on one node, then two on each node: grants/s, node changes, fairness,
  * certification failures and brute-force aborts per grant.
@@ -699,10 +703,208 @@ static void test_fairness__two_waiters_on_each_node_share_the_lock(void **state)
     assert_true(f >= 0.5);
 }
 
+/* ---- the one-shot reaper on a cluster -------------------------------------------------------- */
+
+/*
+ * Issue 29 item 4: a one-shot `rowlock-reaper --wait-leases` (cron's
+ * reaper: a new process, a new client) purges the rows of holders that
+ * crashed (rowlock run killed with SIGKILL on each node; rows of a dead
+ * owner written directly), keeps the row of a live kept holder that looks
+ * stale because its node's clock is 5 s behind (its keeper renews while
+ * the reaper watches), and reports honestly: without --wait-leases it
+ * purges released rows only and says how many held rows need the option
+ * (complete, no "more remain"); a budget shorter than the leases leaves
+ * them (complete false); a dry run counts exactly what the real run then
+ * purges; a name purged while held gets a larger token afterwards (floor).
+ */
+static pid_t reaper_pids[8]; /* holders still running: cl_teardown kills their process groups */
+
+static pid_t spawn_holder(int node, const char *name, const char *lease)
+{
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        char cnf[600], table[80];
+        setpgid(0, 0);
+        snprintf(cnf, sizeof cnf, "--defaults-file=%s", CNF[node]);
+        snprintf(table, sizeof table, "--table=%s", TABLE);
+        execl(env_or_skip("ROWLOCK_CLI"), "rowlock", cnf, table, "run", "-l", lease, name, "--", "sleep", "600",
+              (char *)NULL);
+        _exit(127);
+    }
+    setpgid(p, p); /* also here: no race with the kill below */
+    for (size_t i = 0; i < sizeof reaper_pids / sizeof reaper_pids[0]; i++)
+        if (reaper_pids[i] == 0) {
+            reaper_pids[i] = p;
+            break;
+        }
+    return p;
+}
+
+static void forget_holder(pid_t p)
+{
+    for (size_t i = 0; i < sizeof reaper_pids / sizeof reaper_pids[0]; i++)
+        if (reaper_pids[i] == p)
+            reaper_pids[i] = 0;
+}
+
+/* Wait (up to 30 s) until node 1 sees `sql` (a COUNT) return `want`. */
+static void wait_count(long long want, const char *sql)
+{
+    long long n = -1;
+    int64_t t0 = tu_now_us();
+    for (;;) {
+        int ok = 0;
+        n = tu_sql_int(CNF[1], &ok, "%s", sql);
+        if ((ok && n == want) || tu_ms_since(t0) > 30000)
+            break;
+        usleep(20000);
+    }
+    if (n != want)
+        fail_msg("waited 30 s for %lld from: %s (last %lld)", want, sql, n);
+}
+
+/* Run rowlock-reaper on node 1 with ARGS; its stdout in out. Exit status. */
+static int reaper(const char *args, char *out, size_t cap)
+{
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "'%s' --defaults-file='%s' --table=%s %s", env_or_skip("ROWLOCK_REAPER"), CNF[1],
+             TABLE, args);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    fprintf(stderr, "rowlock-reaper %s: %s", args, out);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* The value of "key": in a JSON object (numbers, true/false). */
+static double json_num(const char *json, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(json, k);
+    if (p == NULL)
+        fail_msg("no %s in %s", key, json);
+    p += strlen(k);
+    if (strncmp(p, "true", 4) == 0)
+        return 1;
+    if (strncmp(p, "false", 5) == 0)
+        return 0;
+    return strtod(p, NULL);
+}
+
+static void test_reaper__one_shot_wait_leases_purges_crashed_holders_keeps_a_live_one(void **state)
+{
+    (void)state;
+    char out[2048];
+    int ok = 0;
+    clock_skewed = 1;
+    assert_int_equal(cluster("node-restart 3 --clock-offset -5"), 0);
+
+    /* Two released rows (node 2). */
+    rowlock_client *b = tu_client_at(CNF[2], TABLE);
+    for (int i = 0; i < 2; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "released-%d", i);
+        rowlock_lock *l = tu_lock(b, name, ROWLOCK_STRATEGY_INSERT);
+        assert_rc(rowlock_acquire(l, 5000, 5000), 0, b);
+        assert_rc(rowlock_release(l), 0, b);
+    }
+    /* Crashed holders, one per node: `rowlock run` killed with SIGKILL
+     * (with its command) while it holds the lock. */
+    for (int n = 1; n <= 3; n++) {
+        char name[32], sql[200];
+        snprintf(name, sizeof name, "crashed-%d", n);
+        pid_t p = spawn_holder(n, name, "2");
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM `%s` WHERE name = '%s' AND owner IS NOT NULL", TABLE, name);
+        wait_count(1, sql);
+        assert_int_equal(kill(-p, SIGKILL), 0);
+        assert_int_equal(tu_wait(p, 10000), 128 + SIGKILL);
+        forget_holder(p);
+    }
+    /* Rows of an owner that is gone, their 2 s leases ended a minute ago. */
+    assert_int_equal(tu_sql(CNF[1], 0,
+                            "INSERT INTO `%s` (name, strategy, owner, count, token, gen, lease_us, acquired_at, "
+                            "expires_at) SELECT CONCAT('ghost-', seq), 1, 'ghost', 1, seq, 1, 2000000, "
+                            "UTC_TIMESTAMP(6) - INTERVAL 62 SECOND, UTC_TIMESTAMP(6) - INTERVAL 60 SECOND "
+                            "FROM seq_1_to_3",
+                            TABLE),
+                     0);
+    /* A live holder on node 3, whose clock is 5 s behind: with a 3 s lease
+     * its keeper writes expires_at 2 s in the past of node 1's clock, so its
+     * row looks stale there all the time. */
+    pid_t live = spawn_holder(3, "live", "3");
+    char sql[300];
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM `%s` WHERE name = 'live' AND owner IS NOT NULL", TABLE);
+    wait_count(1, sql);
+    /* Every held row (3 crashed, 3 ghosts, the live one) stale by node 1's clock. */
+    snprintf(sql, sizeof sql, "SELECT COUNT(*) FROM `%s` WHERE owner IS NOT NULL AND expires_at < UTC_TIMESTAMP(6)",
+             TABLE);
+    wait_count(7, sql);
+    long long crashed_token = tu_sql_int(CNF[1], &ok, "SELECT MAX(token) FROM `%s` WHERE name LIKE 'crashed-%%'",
+                                         TABLE);
+    assert_true(ok);
+
+    /* Without --wait-leases: the released rows only, and it says why the
+     * held ones are left; not "more remain" (no budget stopped it). */
+    assert_int_equal(reaper("--grace 0", out, sizeof out), 0);
+    assert_non_null(strstr(out, "purged 2 stale locks"));
+    assert_non_null(strstr(out, "7 held rows on a cluster need --wait-leases to be judged"));
+    assert_null(strstr(out, "more remain"));
+    assert_int_equal(reaper("--grace 0 --json", out, sizeof out), 0);
+    assert_true(json_num(out, "purged") == 0 && json_num(out, "unjudged") == 7 && json_num(out, "complete") == 1);
+
+    /* A budget shorter than the leases: nothing watched, nothing purged,
+     * not complete. */
+    assert_int_equal(reaper("--grace 0 --wait-leases --max-seconds 0.5 --json", out, sizeof out), 0);
+    assert_true(json_num(out, "purged") == 0 && json_num(out, "unjudged") == 7 && json_num(out, "complete") == 0);
+
+    /* A dry run watches as the real run does and counts what it purges. */
+    assert_int_equal(reaper("--grace 0 --wait-leases --dry-run --json", out, sizeof out), 0);
+    const double would = json_num(out, "purged");
+    assert_true(would == 6 && json_num(out, "changed") == 1 && json_num(out, "unjudged") == 0 &&
+                json_num(out, "complete") == 1);
+    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT COUNT(*) FROM `%s` WHERE owner IS NOT NULL", TABLE), 7);
+
+    /* The one-shot run: the 6 dead rows purged, the live one kept. */
+    assert_int_equal(reaper("--grace 0 --wait-leases --max-seconds 60 --json", out, sizeof out), 0);
+    assert_true(json_num(out, "purged") == would);
+    assert_true(json_num(out, "changed") == 1 && json_num(out, "unjudged") == 0 && json_num(out, "complete") == 1);
+    assert_true(json_num(out, "waited_s") > 0);
+    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT COUNT(*) FROM `%s`", TABLE), 1);
+    assert_int_equal(tu_sql_int(CNF[1], &ok, "SELECT COUNT(*) FROM `%s` WHERE name = 'live'", TABLE), 1);
+    /* Its holder never lost the lock (`rowlock run` would have exited 75). */
+    int st = 0;
+    assert_int_equal(waitpid(live, &st, WNOHANG), 0);
+
+    /* A purged held name: the next grant, on node 3 (clock 5 s behind),
+     * still gets a larger token (the floor raised with the delete). */
+    rowlock_client *c3 = tu_client_at(CNF[3], TABLE);
+    rowlock_lock *l = tu_lock(c3, "crashed-1", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 10000, 5000), 0, c3);
+    fprintf(stderr, "crashed holders' largest token %lld, purged; next grant %llu\n", crashed_token,
+            (unsigned long long)rowlock_lock_token(l));
+    assert_true(rowlock_lock_token(l) > (uint64_t)crashed_token);
+    assert_rc(rowlock_release(l), 0, c3);
+
+    /* The live holder ends normally. */
+    assert_int_equal(kill(-live, SIGTERM), 0);
+    assert_int_not_equal(tu_wait(live, 15000), 75);
+    forget_holder(live);
+}
+
 /* After every test, whatever it did to the cluster: all nodes running (on
  * the true clock), wsrep_mode back to the default. */
 static int cl_teardown(void **state)
 {
+    for (size_t i = 0; i < sizeof reaper_pids / sizeof reaper_pids[0]; i++)
+        if (reaper_pids[i] > 0) {
+            kill(-reaper_pids[i], SIGKILL);
+            (void)tu_wait(reaper_pids[i], 10000);
+            reaper_pids[i] = 0;
+        }
     int rc = tu_teardown(state);
     if (kill_dir[0] && strncmp(kill_dir, "/tmp/rowlock-cluster-kill.", 26) == 0 && !strstr(kill_dir, "XXXXXX")) {
         char cmd[128];
@@ -740,10 +942,18 @@ int main(int argc, char **argv)
         CL_TEST(test_fairness__two_waiters_on_each_node_share_the_lock),
         CL_TEST(test_clock__a_node_5_s_behind_grants_no_lock_twice),
     };
+    const struct CMUnitTest reaper_tests[] = {
+        CL_TEST(test_reaper__one_shot_wait_leases_purges_crashed_holders_keeps_a_live_one),
+    };
     const char *group = argc > 1 ? argv[1] : "main";
     paths();
     if (strcmp(group, "main") == 0)
         return tu_main("cluster", tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
+    if (strcmp(group, "reaper") == 0) {
+        strcat(TABLE, "_reap");
+        return tu_main("cluster_reaper", reaper_tests, sizeof reaper_tests / sizeof reaper_tests[0], TABLE,
+                       argc > 2 ? argv[2] : NULL);
+    }
     if (strcmp(group, "fairness") == 0) {
         if (rowlock_library_init() != 0)
             return 1;
@@ -755,6 +965,6 @@ int main(int argc, char **argv)
         rowlock_library_end();
         return f1 > 0 && f3 > 0 ? 0 : 1;
     }
-    fprintf(stderr, "usage: %s [main [test-filter] | fairness [seconds]]\n", argv[0]);
+    fprintf(stderr, "usage: %s [main [test-filter] | reaper [test-filter] | fairness [seconds]]\n", argv[0]);
     return 2;
 }

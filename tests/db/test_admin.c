@@ -199,14 +199,21 @@ static void test_reap__stats_of_any_version_but_0_are_filled(void **state)
     st.version = 0;
     assert_rc(rowlock_admin_reap(admin, &ro, &st), ROWLOCK_EINVALID, admin);
     assert_msg_has(admin, "ROWLOCK_REAP_STATS_INIT");
-    const unsigned int versions[] = { ROWLOCK_REAP_STATS_VERSION, ROWLOCK_REAP_OPTIONS_VERSION,
-                                      ROWLOCK_REAP_STATS_VERSION + 7 };
+    const unsigned int versions[] = { ROWLOCK_REAP_STATS_VERSION, 1, 2, ROWLOCK_REAP_STATS_VERSION + 7 };
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         st = (rowlock_reap_stats)ROWLOCK_REAP_STATS_INIT;
         st.version = versions[i];
+        /* Stand for bytes beyond a version 1 struct (a 0.1.0 caller set
+         * 1 or 2, the options' version then): never written for those. */
+        st.unjudged = 12345;
+        st.changed = 678;
+        st.waited_us = -9;
         assert_rc(rowlock_admin_reap(admin, &ro, &st), 0, admin);
         assert_int_equal(st.version, versions[i]);
         assert_int_equal(st.complete, 1);
+        const int old = versions[i] < 3;
+        assert_true(st.unjudged == (old ? 12345u : 0u) && st.changed == (old ? 678u : 0u) &&
+                    st.waited_us == (old ? -9 : 0));
     }
 }
 

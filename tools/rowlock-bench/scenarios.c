@@ -137,7 +137,7 @@ static void reap_during(bench *b, void *arg)
 {
     reap_arg *ra = arg;
     rowlock_reap_options o = ROWLOCK_REAP_OPTIONS_INIT;
-    rowlock_reap_stats st0 = { ROWLOCK_REAP_STATS_VERSION, 0, 0, 0, 0, 0 };
+    rowlock_reap_stats st0 = ROWLOCK_REAP_STATS_INIT;
     int64_t t0 = now_ns();
     o.grace_ms = 0;
     o.batch = b->cfg.reaper_batch;

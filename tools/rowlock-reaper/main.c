@@ -5,8 +5,8 @@
  * deleted, and fencing tokens come from a sequence, so they keep increasing.
  *
  *   rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]
- *                  [--max-seconds S] [--dry-run] [--json] [--quiet] [--verbose]
- *                  [--metrics-file PATH]
+ *                  [--max-seconds S] [--wait-leases] [--dry-run] [--json]
+ *                  [--quiet] [--verbose] [--metrics-file PATH]
  *
  * See docs/cli.md. Uses only the public API (rowlock.h).
  */
@@ -26,8 +26,8 @@ static const char PROG[] = "rowlock-reaper";
 
 static const char usage[] =
     "Usage: rowlock-reaper [CONNECTION OPTIONS] [--grace SECONDS] [--batch N]\n"
-    "                      [--pause MS|auto] [--max-seconds S] [--dry-run] [--json] [--quiet]\n"
-    "                      [--verbose] [--metrics-file PATH]\n"
+    "                      [--pause MS|auto] [--max-seconds S] [--wait-leases] [--dry-run]\n"
+    "                      [--json] [--quiet] [--verbose] [--metrics-file PATH]\n"
     "\n"
     "Purge stale lock rows: locks whose lease ended more than --grace seconds ago\n"
     "(their holders crashed). Rows are deleted in batches so no statement holds\n"
@@ -42,6 +42,12 @@ static const char usage[] =
     "                        half the time; 0 for full speed; else MS milliseconds (at\n"
     "                        most 60000). Slower purges disturb live locks less\n"
     "  --max-seconds=S       start no new batch after S seconds (default: no limit)\n"
+    "  --wait-leases         on a Galera cluster: watch held rows whose lease ended by the\n"
+    "                        node's clock for one lease on this host's clock (within\n"
+    "                        --max-seconds) and purge those nobody renewed meanwhile.\n"
+    "                        Without it a cluster run purges released rows only and\n"
+    "                        counts the held ones (no node clock may judge a lease).\n"
+    "                        Ignored on one server\n"
     "  --dry-run             report what would be purged, change nothing\n"
     "  --json                print the summary as one JSON object\n"
     "  --quiet               print nothing unless there is an error (not with --json)\n"
@@ -60,7 +66,8 @@ static const char usage_tail[] =
     "\nExit status: 0 ok (also when stopped by --max-seconds), 64 usage error,\n"
     "69 database unavailable or schema missing/outdated.\n";
 
-enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_VERSION, O_METRICS };
+enum { O_GRACE = 1, O_BATCH, O_PAUSE, O_MAX, O_DRY_RUN, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_VERSION, O_METRICS,
+       O_WAIT_LEASES };
 
 static const cli_optspec specs[] = {
     { "grace", 0, 1, O_GRACE },
@@ -74,6 +81,7 @@ static const cli_optspec specs[] = {
     { "help", 'h', 0, O_HELP },
     { "version", 'V', 0, O_VERSION },
     { "metrics-file", 0, 1, O_METRICS },
+    { "wait-leases", 0, 0, O_WAIT_LEASES },
     { NULL, 0, 0, 0 },
 };
 
@@ -185,6 +193,9 @@ int main(int argc, char **argv)
             goto out;
         case O_DRY_RUN:
             ro.dry_run = 1;
+            break;
+        case O_WAIT_LEASES:
+            ro.wait_leases = 1;
             break;
         case O_JSON:
             json = 1;
@@ -311,18 +322,34 @@ int main(int argc, char **argv)
         } else {
             printf("null,\"oldest_expiry_us\":null");
         }
-        printf(",\"duration_s\":%.6f,\"complete\":%s,\"grace_s\":%.3f,\"batch\":%u}\n",
-               (double)st.elapsed_us / 1e6, st.complete ? "true" : "false", grace_s, ro.batch);
+        printf(",\"duration_s\":%.6f,\"complete\":%s,\"grace_s\":%.3f,\"batch\":%u,\"wait_leases\":%s,"
+               "\"unjudged\":%" PRIu64 ",\"changed\":%" PRIu64 ",\"waited_s\":%.6f}\n",
+               (double)st.elapsed_us / 1e6, st.complete ? "true" : "false", grace_s, ro.batch,
+               ro.wait_leases ? "true" : "false", st.unjudged, st.changed, (double)st.waited_us / 1e6);
     } else {
-        char batches[48] = "";
+        char batches[48] = "", waited[48] = "", changed[96] = "", unjudged[128] = "";
         if (!ro.dry_run)
             snprintf(batches, sizeof batches, " in %" PRIu64 " batch%s", st.batches,
                      st.batches == 1 ? "" : "es");
-        printf("%s %" PRIu64 " stale lock%s from %s%s, oldest expiry %s, %.3f s%s%s\n",
+        if (st.waited_us > 0)
+            snprintf(waited, sizeof waited, " (%.3f s watching leases)", (double)st.waited_us / 1e6);
+        if (st.changed > 0)
+            snprintf(changed, sizeof changed, "; %" PRIu64 " held row%s renewed or taken while watched, kept",
+                     st.changed, st.changed == 1 ? "" : "s");
+        /* Held rows a cluster run did not judge: without --wait-leases
+         * that is the rule, not the budget. */
+        if (st.unjudged > 0 && !ro.wait_leases)
+            snprintf(unjudged, sizeof unjudged, "; %" PRIu64 " held row%s on a cluster need%s --wait-leases to be judged",
+                     st.unjudged, st.unjudged == 1 ? "" : "s", st.unjudged == 1 ? "s" : "");
+        else if (st.unjudged > 0)
+            snprintf(unjudged, sizeof unjudged, "; %" PRIu64 " held row%s not watched for a whole lease",
+                     st.unjudged, st.unjudged == 1 ? "" : "s");
+        printf("%s %" PRIu64 " stale lock%s from %s%s, oldest expiry %s, %.3f s%s%s%s%s%s\n",
                ro.dry_run ? "would purge" : "purged", st.purged, st.purged == 1 ? "" : "s",
                rowlock_client_table(c), batches,
-               cli_format_utc_us(ts, sizeof ts, st.oldest_expiry_us), (double)st.elapsed_us / 1e6,
-               st.complete ? "" : "; stopped by --max-seconds, more remain",
+               cli_format_utc_us(ts, sizeof ts, st.oldest_expiry_us), (double)st.elapsed_us / 1e6, waited,
+               changed, unjudged,
+               st.complete ? "" : (max_s > 0 ? "; stopped by --max-seconds, more remain" : "; more remain"),
                ro.dry_run ? " (dry run)" : "");
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
