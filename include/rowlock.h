@@ -683,8 +683,8 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  *   writes die with the lock); ROWLOCK_ESCHEMA (schema older than 5);
  *   ROWLOCK_EDB (an error on `mysql`: rowlock_client_db_errno() and
  *   rowlock_client_transient() say which; 1213 and 1205: roll back and
- *   retry). Errors are kept in the lock's client, never on `mysql`'s state
- *   other than the statement's own error. Blocks while another transaction
+ *   retry). The message and error numbers are kept in the lock's client
+ *   (rowlock_client_errmsg()); `mysql` keeps its own. Blocks while another transaction
  *   holds the row (a taker's claim, another fenced transaction of the same
  *   exclusive lock), up to `mysql`'s innodb_lock_wait_timeout.
  */
