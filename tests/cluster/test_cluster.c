@@ -845,9 +845,9 @@ static void test_fence__a_take_over_on_another_node_refuses_the_stale_fence(void
 
 /* The Galera case: the fence passed on node 2 and its transaction is still
  * open when node 3 takes the lock over (nothing on node 3 waits for node 2's
- * row lock). The take-over's write set conflicts with the open transaction's
- * (both write the lock row): node 2 aborts it, so its COMMIT fails and
- * nothing it wrote is kept. */
+ * row lock). Applying the take-over on node 2 conflicts with the open
+ * transaction, which holds the lock row: node 2 aborts it, so its COMMIT
+ * fails and nothing it wrote is kept. */
 static void test_fence__a_take_over_certified_meanwhile_makes_the_commit_fail(void **state)
 {
     (void)state;
@@ -856,8 +856,13 @@ static void test_fence__a_take_over_certified_meanwhile_makes_the_commit_fail(vo
     rowlock_lock *la = tu_lock(a, "fence-cert", ROWLOCK_STRATEGY_INSERT);
     rowlock_lock *lb = tu_lock(b, "fence-cert", ROWLOCK_STRATEGY_INSERT);
     /* CLIENT_FOUND_ROWS: the fence must not depend on how the application
-     * counts rows (and a fence that matched the row without changing it,
-     * so without a write-set key, would pass here and fail below). */
+     * counts rows. (What this case exercises is node 2 applying the
+     * take-over while the fenced transaction holds the row: a brute-force
+     * abort, which a fence that only locked the row would get too. The
+     * certification-only window, our COMMIT ordered after a take-over node 2
+     * has not applied yet, needs the write-set key the fence's change puts
+     * there; it cannot be produced on demand here: with a planted no-op fence
+     * this case still passed, 1213, on 2026-11-27.) */
     void *m2 = tu_mysql_connect(CNF[2], CLIENT_FOUND_ROWS);
     assert_non_null(m2);
     assert_rc(rowlock_acquire(la, 0, 1500), 0, a);
