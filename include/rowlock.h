@@ -26,10 +26,13 @@
  *    closed lists: the operations on a lock handle are its verb alone,
  *    rowlock_acquire, rowlock_release, rowlock_renew, rowlock_inspect,
  *    rowlock_keep (and rowlock_keep_status, keep's reader), rowlock_downgrade
- *    (0.2.0: it changes the grant as release does), because they are
+ *    (0.2.0: it changes the grant as release does), rowlock_fence,
+ *    because they are
  *    the calls every program writes, read as sentences with their handle
  *    (as pthread_mutex_lock does), and a group would only repeat what the
- *    handle argument says; and the four calls about no object at all keep
+ *    handle argument says (rowlock_fence joined them in 0.2.0: it is the
+ *    call a holder writes between acquire and release, in every transaction
+ *    it makes under the lock); and the four calls about no object at all keep
  *    the short names of what they mirror: rowlock_version, rowlock_strerror
  *    (strerror(3)), rowlock_escape, rowlock_monotonic_us. A call's option,
  *    result and flag names drop the group (rowlock_admin_reap takes
@@ -179,6 +182,13 @@ extern "C" {
  *                       for-update strategy on a multi-primary (Galera)
  *                       cluster, a shared optimistic lock.
  *  ROWLOCK_ENOMEM       Out of memory.
+ *  ROWLOCK_EFENCED      Roll back the application's transaction and stop
+ *                       acting under the lock: rowlock_fence() found that the
+ *                       grant is no longer the current one (the lease ended
+ *                       and another owner took the lock, or it was released,
+ *                       force-released or purged), so the transaction must not
+ *                       commit. (The SQL form, CALL `<table>_fence`, says
+ *                       SQLSTATE 'RLF01' instead.)
  */
 #define ROWLOCK_ERRNO_MAP(X)                                                    \
     X(ROWLOCK_OK, 0, "success")                                                 \
@@ -188,7 +198,8 @@ extern "C" {
     X(ROWLOCK_EDB, -4, "database error")                                        \
     X(ROWLOCK_ESCHEMA, -5, "lock table schema is missing or outdated")          \
     X(ROWLOCK_EUNSUPPORTED, -6, "not supported by this strategy or server")     \
-    X(ROWLOCK_ENOMEM, -7, "out of memory")
+    X(ROWLOCK_ENOMEM, -7, "out of memory")                                      \
+    X(ROWLOCK_EFENCED, -8, "the grant is no longer current: roll the transaction back")
 
 typedef enum rowlock_error {
 #define ROWLOCK_ERROR_ENUM_(name, value, msg) name = value,
@@ -297,7 +308,7 @@ typedef struct rowlock_client_options {
     const char *password;
     const char *database;
     const char *table;           /**< lock table; default "rowlock_locks" (or [rowlock] table=);
-                                      not rowlock_schema nor ending in _queue or _token */
+                                      not rowlock_schema nor ending in _queue, _token, _floor, _hold or _fence */
     unsigned int connect_timeout_ms;  /**< default 10000 */
     unsigned int read_timeout_ms;     /**< default 0: libmysqlclient's default; lock waits are
                                            never cut by it (waits are bounded by the server) */
@@ -680,6 +691,48 @@ typedef struct rowlock_info {
  *   is a Galera node).
  */
 ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
+
+/**
+ * Fence the application's open transaction on this handle's grant: after a
+ * 0 the transaction commits only while the grant is the current one, and
+ * if the lease ended and another owner took the lock, the transaction
+ * cannot commit (nothing it wrote is kept).
+ *
+ * `mysql` is the application's MYSQL * (as void *): its own connection to
+ * the same server or cluster (any node), inside the transaction that makes
+ * the writes to protect (START TRANSACTION, or autocommit off). Call it once
+ * per transaction, anywhere before COMMIT; the lock's own client connection
+ * is never used. The call writes the lock's row (the holder's entry for a
+ * shared lock or semaphore), conditioned on its token, in that transaction:
+ *  - one server: the row's exclusive lock is held until the application
+ *    commits or rolls back, so no taker can take the lock in between; a
+ *    fenced transaction blocks, for its duration, takers of the name and
+ *    this lock's own renewals (the keeper's included): keep it short next
+ *    to the lease, and commit it before releasing the lock;
+ *  - Galera: the row is in the transaction's write set, so a take-over
+ *    committed on another node makes the COMMIT (or this call) fail
+ *    certification (MySQL error 1213): roll back and retry; the retried
+ *    fence then says ROWLOCK_EFENCED.
+ * A lease that ended but that nobody took yet still fences the exclusive
+ * row (a taker must rewrite it, which waits for this transaction); a shared
+ * or semaphore holder's lease must still be live.
+ * Cost: one round trip on `mysql` (prepare and execute sent together), and
+ * no commit of its own: the write commits with the application's data.
+ * SQL form: CALL `<table>_fence`(name, token) (sql/0005_fenced_writes.sql).
+ * @return 0; ROWLOCK_EFENCED the grant is not current: roll back (nothing
+ *   was written by this call); ROWLOCK_EINVALID (mysql NULL, the handle holds
+ *   nothing, or `mysql` is not inside a transaction: autocommit would commit
+ *   the fence at once); ROWLOCK_EUNSUPPORTED (for-update: the lock is the
+ *   transaction of its own connection, so write on that connection and the
+ *   writes die with the lock); ROWLOCK_ESCHEMA (schema older than 5);
+ *   ROWLOCK_EDB (an error on `mysql`: rowlock_client_db_errno() and
+ *   rowlock_client_transient() say which; 1213 and 1205: roll back and
+ *   retry). The message and error numbers are kept in the lock's client
+ *   (rowlock_client_errmsg()); `mysql` keeps its own. Blocks while another transaction
+ *   holds the row (a taker's claim, another fenced transaction of the same
+ *   exclusive lock), up to `mysql`'s innodb_lock_wait_timeout.
+ */
+ROWLOCK_EXTERN int rowlock_fence(rowlock_lock *l, void *mysql);
 
 /* ------------------------------------------------------------------------ */
 /* Lease keeper                                                              */

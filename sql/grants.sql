@@ -15,4 +15,7 @@ GRANT SELECT, INSERT, DELETE ON rowlock.`{{table}}_queue` TO 'rowlock_app'@'%';
 GRANT SELECT, INSERT, UPDATE ON rowlock.`{{table}}_floor` TO 'rowlock_app'@'%';
 -- Shared locks and semaphores (schema 0004): the holders table.
 GRANT SELECT, INSERT, UPDATE, DELETE ON rowlock.`{{table}}_hold` TO 'rowlock_app'@'%';
+-- Fenced writes (schema 0005): the SQL form, CALL `<table>_fence`(name, token)
+-- (SQL SECURITY INVOKER: it runs with the caller's rights on the tables).
+GRANT EXECUTE ON PROCEDURE rowlock.`{{table}}_fence` TO 'rowlock_app'@'%';
 GRANT SELECT ON rowlock.rowlock_schema TO 'rowlock_app'@'%';

@@ -101,6 +101,17 @@ int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s);
  * was. rowlock__db_rollback ends a transaction after a failed step (sql: the
  * caller's tagged ROLLBACK, so the fault seam can name it). */
 int rowlock__db_run_quiet(rowlock_client *c, const rowlock__stmt *s);
+
+/*
+ * Run a statement with parameters and no result on `mysql`, a connection
+ * that is not the client's (an application's MYSQL *, inside its own
+ * transaction: rowlock_fence()). {{table}} is the client's table; the
+ * statement is prepared and executed in one round trip
+ * (mariadb_stmt_execute_direct) and closed, never cached; res->affected is
+ * filled. Errors are kept in `c` (rowlock__db_capture_other); the fault seam
+ * applies by tag as for rowlock__db_run.
+ */
+int rowlock__db_run_on(rowlock_client *c, void *mysql, const rowlock__stmt *s);
 int rowlock__db_simple_quiet(rowlock_client *c, const char *what, const char *sql);
 void rowlock__db_rollback(rowlock_client *c, const char *what, const char *sql);
 
@@ -220,6 +231,11 @@ int rowlock__db_ensure(rowlock_client *c, const char *what);
 int rowlock__db_capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg);
 /* The same with the connection's last error (mysql_errno and friends). */
 int rowlock__db_capture_conn(rowlock_client *c, const char *what);
+/* As rowlock__db_capture, for an error on a connection that is not the
+ * client's own (rowlock__db_run_on): the client's connection state is left
+ * alone. */
+int rowlock__db_capture_other(rowlock_client *c, const char *what, unsigned int err, const char *state,
+                              const char *msg);
 /* Cut the connection as a network failure would (the server ends the session). */
 void rowlock__db_cut(rowlock_client *c);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0

@@ -29,12 +29,13 @@
 
 #define MYSQLP(c) ((MYSQL *)(c)->mysql)
 
-int rowlock__db_capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg)
+static int capture(rowlock_client *c, int own, const char *what, unsigned int err, const char *state,
+                   const char *msg)
 {
     c->db_errno = err;
     rowlock__strlcpy(c->sqlstate, state && *state ? state : "HY000", sizeof c->sqlstate);
     rowlock__dbclass cls = rowlock__db_classify(err);
-    if (cls == ROWLOCK__DB_CONN && c->owns_mysql) {
+    if (cls == ROWLOCK__DB_CONN && own && c->owns_mysql) {
         /* The session is gone: its statements, transaction and row locks too. */
         if (c->connected) {
             c->conn_lost_us = rowlock__now_us();
@@ -48,6 +49,17 @@ int rowlock__db_capture(rowlock_client *c, const char *what, unsigned int err, c
         return rowlock__fail(c, code, "%s: lock table `%s` is not installed or outdated (%s); run `rowlock migrate`",
                              what, c->table, msg);
     return rowlock__fail(c, code, "%s: %s (MySQL error %u, SQLSTATE %s)", what, msg, err, c->sqlstate);
+}
+
+int rowlock__db_capture(rowlock_client *c, const char *what, unsigned int err, const char *state, const char *msg)
+{
+    return capture(c, 1, what, err, state, msg);
+}
+
+int rowlock__db_capture_other(rowlock_client *c, const char *what, unsigned int err, const char *state,
+                              const char *msg)
+{
+    return capture(c, 0, what, err, state, msg);
 }
 
 int rowlock__db_capture_conn(rowlock_client *c, const char *what)

@@ -117,6 +117,40 @@ static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
 
 #define MAX_BIND 16
 
+/* Bind n parameters (pb, plen and pnull have room for MAX_BIND). */
+static void bind_params(MYSQL_BIND *pb, unsigned long *plen, my_bool *pnull, const rowlock__param *params,
+                        unsigned nparams)
+{
+    memset(pb, 0, sizeof *pb * MAX_BIND);
+    for (unsigned i = 0; i < nparams; i++) {
+        const rowlock__param *p = &params[i];
+        pnull[i] = p->type == ROWLOCK__T_STR && p->s == NULL; /* a string NULL is SQL NULL */
+        pb[i].is_null = &pnull[i];
+        switch (p->type) {
+        case ROWLOCK__T_STR:
+            pb[i].buffer_type = MYSQL_TYPE_STRING;
+            pb[i].buffer = (void *)p->s;
+            plen[i] = p->len;
+            pb[i].buffer_length = p->len;
+            pb[i].length = &plen[i];
+            break;
+        case ROWLOCK__T_U64:
+            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            pb[i].buffer = (void *)&p->u;
+            pb[i].is_unsigned = 1;
+            break;
+        case ROWLOCK__T_I64:
+            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
+            pb[i].buffer = (void *)&p->i;
+            break;
+        default:
+            pb[i].buffer_type = MYSQL_TYPE_DOUBLE;
+            pb[i].buffer = (void *)&p->d;
+            break;
+        }
+    }
+}
+
 static int exec_locked(rowlock_client *c, const rowlock__stmt *s);
 
 int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s)
@@ -175,34 +209,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
     MYSQL_BIND pb[MAX_BIND], cb[MAX_BIND];
     unsigned long plen[MAX_BIND];
     my_bool pnull[MAX_BIND];
-    memset(pb, 0, sizeof pb);
-    for (unsigned i = 0; i < nparams; i++) {
-        const rowlock__param *p = &params[i];
-        pnull[i] = p->type == ROWLOCK__T_STR && p->s == NULL; /* a string NULL is SQL NULL */
-        pb[i].is_null = &pnull[i];
-        switch (p->type) {
-        case ROWLOCK__T_STR:
-            pb[i].buffer_type = MYSQL_TYPE_STRING;
-            pb[i].buffer = (void *)p->s;
-            plen[i] = p->len;
-            pb[i].buffer_length = p->len;
-            pb[i].length = &plen[i];
-            break;
-        case ROWLOCK__T_U64:
-            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            pb[i].buffer = (void *)&p->u;
-            pb[i].is_unsigned = 1;
-            break;
-        case ROWLOCK__T_I64:
-            pb[i].buffer_type = MYSQL_TYPE_LONGLONG;
-            pb[i].buffer = (void *)&p->i;
-            break;
-        default:
-            pb[i].buffer_type = MYSQL_TYPE_DOUBLE;
-            pb[i].buffer = (void *)&p->d;
-            break;
-        }
-    }
+    bind_params(pb, plen, pnull, params, nparams);
     if (nparams && mysql_stmt_bind_param(st, pb))
         return capture_stmt(c, what, st);
 
@@ -326,4 +333,48 @@ static int simple_locked(rowlock_client *c, const char *what, const char *sql)
     if (r)
         mysql_free_result(r);
     return 0;
+}
+
+int rowlock__db_run_on(rowlock_client *c, void *mysql, const rowlock__stmt *s)
+{
+    const char *what = s->what;
+    MYSQL *m = mysql;
+    if (s->nparams > MAX_BIND)
+        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: internal error: too many parameters", what);
+    char *text = expand(c, s->tmpl, s->variant);
+    if (!text)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "%s: out of memory", what);
+    int drop_after = 0, rc = rowlock__fault_before(c, what, s->tmpl, &drop_after);
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    MYSQL_STMT *st = mysql_stmt_init(m);
+    if (!st) {
+        free(text);
+        return rowlock__db_capture_other(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
+    }
+    MYSQL_BIND pb[MAX_BIND];
+    unsigned long plen[MAX_BIND];
+    my_bool pnull[MAX_BIND];
+    unsigned int n = s->nparams;
+    bind_params(pb, plen, pnull, s->params, n);
+    /* execute_direct: the parameters are bound before the statement is
+     * known (STMT_ATTR_PREBIND_PARAMS), prepare and execute go in one packet. */
+    if (mysql_stmt_attr_set(st, STMT_ATTR_PREBIND_PARAMS, &n) || (n && mysql_stmt_bind_param(st, pb)) ||
+        mariadb_stmt_execute_direct(st, text, strlen(text))) {
+        if (mysql_stmt_errno(st))
+            rc = rowlock__db_capture_other(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st),
+                                           mysql_stmt_error(st));
+        else
+            rc = rowlock__db_capture_other(c, what, mysql_errno(m), mysql_sqlstate(m), mysql_error(m));
+    } else if (s->res) {
+        s->res->affected = (uint64_t)mysql_stmt_affected_rows(st);
+        s->res->insert_id = (uint64_t)mysql_stmt_insert_id(st);
+        s->res->rows = 0;
+    }
+    mysql_stmt_close(st);
+    free(text);
+    (void)drop_after; /* the seam's "lose the reply" needs the client's own connection */
+    return rc;
 }

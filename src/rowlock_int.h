@@ -42,6 +42,9 @@
  *                seen by the taker; the cluster reaper)
  *   row.c        reading a lock row; messages that explain a refusal [row.h]
  *   admin.c      list, stats, force release, reap (public calls only)
+ *   fence.c      rowlock_fence(): a lease lock's grant checked by a write in
+ *                the application's own transaction, on its connection (its
+ *                opening comment is the design)
  *
  * Calls flow one way, down this list of layers:
  *   keeper.c -> client.c -> lock.c (wrappers) -> strategy_*.c -> holders.c

@@ -124,6 +124,9 @@ int rowlock__schema_check(rowlock_client *c)
  *   -- rowlock:if NAME    the lines up to ":else" or ":end" run if NAME holds
  *   -- rowlock:else       the lines up to ":end" run if it does not
  *   -- rowlock:end
+ * A stored routine's body has ';' at the ends of its lines, so a routine is
+ * one statement from the line after "-- rowlock:routine" to the line that
+ * is exactly "END;" (unindented).
  * Every statement must be safe to run again (IF NOT EXISTS ...): DDL is not
  * transactional, so a migration that failed halfway is resumed by running
  * it again from the start. */
@@ -142,6 +145,7 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
     }
     int rc = 0;
     int branch = 0; /* 0 outside a rowlock:if, 1 in a running branch, 2 in a skipped one */
+    int routine = 0; /* 1 between "-- rowlock:routine" and its "END;" */
     char *save = NULL;
     memcpy(stmt, tag, sizeof tag - 1);
     for (char *line = strtok_r(text, "\n", &save); line && rc == 0; line = strtok_r(NULL, "\n", &save)) {
@@ -163,11 +167,15 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
             branch = 0;
             continue;
         }
+        if (strncmp(t, "-- rowlock:routine", 18) == 0 && !routine && n == n0) {
+            routine = 1;
+            continue;
+        }
         if (strncmp(t, "-- rowlock:", 11) == 0) {
             rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: misplaced \"%.60s\"", m->file, t);
             continue;
         }
-        if (strncmp(t, "--", 2) == 0 || *t == '\0' || branch == 2)
+        if ((!routine && strncmp(t, "--", 2) == 0) || *t == '\0' || branch == 2)
             continue;
         size_t len = strlen(line);
         memcpy(stmt + n, line, len);
@@ -175,7 +183,8 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
         stmt[n++] = '\n';
         while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\r'))
             len--;
-        if (len > 0 && line[len - 1] == ';') {
+        if (len > 0 && line[len - 1] == ';' && (!routine || (len == 4 && strncmp(line, "END;", 4) == 0))) {
+            routine = 0;
             stmt[n] = '\0';
             char what[96];
             snprintf(what, sizeof what, "migrate %s", m->file);
@@ -183,7 +192,7 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
             n = n0;
         }
     }
-    if (rc == 0 && (branch != 0 || n != n0))
+    if (rc == 0 && (branch != 0 || routine || n != n0))
         rc = rowlock__fail(c, ROWLOCK_EINVALID, "migrate %s: unterminated statement or rowlock:if", m->file);
     free(stmt);
     free(text);
@@ -195,12 +204,12 @@ static int apply_file(rowlock_client *c, const rowlock__migration *m, const serv
  * row alone proves nothing once an operator dropped a table. Checked by
  * every migrate (also when nothing is pending) and by a dry run.
  */
-typedef enum { P_OBJECT, P_COLUMN, P_FLOOR_ROW } promise_kind;
+typedef enum { P_OBJECT, P_COLUMN, P_FLOOR_ROW, P_ROUTINE } promise_kind;
 static const struct promise {
     int version;
     promise_kind kind;
     const char *suffix; /* appended to the lock table's name */
-    const char *arg;    /* P_OBJECT: TABLE_TYPE (LIKE); P_COLUMN: the column */
+    const char *arg;    /* P_OBJECT: TABLE_TYPE (LIKE); P_COLUMN: the column; P_ROUTINE: ROUTINE_TYPE */
     const char *shown;  /* what it is, before its name */
 } promises[] = {
     { 1, P_OBJECT, "", "BASE TABLE", "lock table" },
@@ -214,6 +223,9 @@ static const struct promise {
     { 3, P_FLOOR_ROW, "_floor", NULL, "token floor row (id 1) of" },
     { 4, P_COLUMN, "", "permits", "column" },
     { 4, P_OBJECT, "_hold", "BASE TABLE", "holders table" },
+    { 5, P_COLUMN, "", "fences", "column" },
+    { 5, P_COLUMN, "_hold", "fences", "column" },
+    { 5, P_ROUTINE, "_fence", "PROCEDURE", "fence procedure" },
 };
 static const char SQL_HAS_OBJECT[] =
     "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
@@ -221,6 +233,9 @@ static const char SQL_HAS_OBJECT[] =
 static const char SQL_HAS_COLUMN[] =
     "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
     "AND TABLE_NAME = ? AND COLUMN_NAME = ?";
+static const char SQL_HAS_ROUTINE[] =
+    "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() "
+    "AND ROUTINE_NAME = ? AND ROUTINE_TYPE = ?";
 static const char SQL_HAS_FLOOR_ROW[] = "/* rowlock:schema-audit */ SELECT COUNT(*) FROM `{{table}}_floor` WHERE id = 1";
 /* A recreated floor starts at the highest token the lock table still shows. */
 static const char SQL_RAISE_FLOOR[] =
@@ -251,7 +266,9 @@ static int audit(rowlock_client *c, int version, char *out, size_t cap, int *n_m
         } else {
             rowlock__param pp[2] = { RL_STR(name, strlen(name)), RL_STR(p->arg, strlen(p->arg)) };
             rc = rowlock__db_run(c, RL_STMT(.what = "migrate: check",
-                                            .tmpl = p->kind == P_OBJECT ? SQL_HAS_OBJECT : SQL_HAS_COLUMN,
+                                            .tmpl = p->kind == P_OBJECT    ? SQL_HAS_OBJECT
+                                                    : p->kind == P_ROUTINE ? SQL_HAS_ROUTINE
+                                                                           : SQL_HAS_COLUMN,
                                             .params = pp, .nparams = 2, .cols = &col, .ncols = 1));
         }
         if (rc)
@@ -266,7 +283,7 @@ static int audit(rowlock_client *c, int version, char *out, size_t cap, int *n_m
             continue; /* the lock table itself is missing: its columns are too */
         char what[160];
         if (p->kind == P_COLUMN)
-            snprintf(what, sizeof what, "%s `%s`.%s", p->shown, c->table, p->arg);
+            snprintf(what, sizeof what, "%s `%s`.%s", p->shown, name, p->arg);
         else
             snprintf(what, sizeof what, "%s `%s`", p->shown, name);
         if (o < cap)

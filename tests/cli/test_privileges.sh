@@ -90,6 +90,31 @@ wait "$holder"
 lp "$RP" --defaults-file="$W/lp.cnf" --table "$TABLE" --grace 0 >"$W/out" 2>&1
 check $? "least privilege: rowlock-reaper" "$(cat "$W/out")"
 
+# Fenced writes, the SQL form, as the least-privilege account through the
+# mariadb client under `rowlock run` (README "Fenced writes"): the current
+# token commits; a token that is not the current grant's fails with
+# SQLSTATE RLF01 and its insert is not kept.
+for h in 127.0.0.1 localhost; do
+    echo "GRANT SELECT, INSERT ON rowlock.\`${TABLE}_data\` TO 'rowlock_lp'@'$h';"
+done | { echo "DROP TABLE IF EXISTS rowlock.\`${TABLE}_data\`; CREATE TABLE rowlock.\`${TABLE}_data\` (token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB;"; cat; } |
+    admin >"$W/out" 2>&1
+check $? "data table for fenced writes" "$(cat "$W/out")"
+fenced() { # fenced TOKEN-EXPR: one fenced transaction under rowlock run (sh arithmetic)
+    lp "$RL" --defaults-file="$W/lp.cnf" --table "$TABLE" run "${P}fenced" sh -c '
+        mariadb --defaults-file="$1" -e "START TRANSACTION;
+            CALL \`$2_fence\`('"'"'$ROWLOCK_NAME'"'"', $(($3)));
+            INSERT INTO \`$2_data\` VALUES ($ROWLOCK_TOKEN);
+            COMMIT;" && echo "$ROWLOCK_TOKEN"' sh "$W/lp.cnf" "$TABLE" "$1"
+}
+out=$(fenced 'ROWLOCK_TOKEN' 2>"$W/err")
+[[ $? == 0 && $out =~ ^[0-9]+$ ]] && [[ $(admin -N -e "SELECT COUNT(*) FROM rowlock.\`${TABLE}_data\` WHERE token = $out") == 1 ]]
+check $? "least privilege: CALL ${TABLE}_fence(name, token) in a transaction under rowlock run commits (token $out)" "$(cat "$W/err")"
+fenced 'ROWLOCK_TOKEN - 1' >"$W/out" 2>"$W/err"
+rc=$?
+((rc != 0)) && grep -q 'RLF01' "$W/err" && [[ $(admin -N -e "SELECT COUNT(*) FROM rowlock.\`${TABLE}_data\`") == 1 ]]
+check $? "least privilege: a token that is not the current grant's fails (SQLSTATE RLF01) and its insert is not kept (exit $rc)" "$(cat "$W/err" "$W/out")"
+admin -e "DROP TABLE IF EXISTS rowlock.\`${TABLE}_data\`" >/dev/null 2>&1
+
 # The read-only account: a clear one-line refusal naming the missing right.
 lp "$RL" --defaults-file="$W/ro.cnf" --table "$TABLE" run "${P}ro" true >"$W/out" 2>"$W/err"
 rc=$?

@@ -29,6 +29,7 @@ set_tests_properties(cluster_stop PROPERTIES FIXTURES_CLEANUP cluster TIMEOUT 18
                      RESOURCE_LOCK rowlock_private_server)
 
 rowlock_db_program(test_cluster ${CMAKE_CURRENT_LIST_DIR}/test_cluster.c)
+target_link_libraries(test_cluster PRIVATE PkgConfig::MYSQLCLIENT)
 add_test(NAME cluster_main COMMAND test_cluster main)
 set_tests_properties(cluster_main PROPERTIES
   LABELS "cluster"

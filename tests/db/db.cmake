@@ -149,4 +149,12 @@ if(ROWLOCK_PYTHON3 AND NOT ROWLOCK_SANITIZE AND NOT ROWLOCK_FUZZ)
 elseif(NOT ROWLOCK_PYTHON3)
   message(WARNING "rowlock: python3 not found, the Python binding's test (db_python) is not added")
 endif()
+# Fenced writes (rowlock_fence, CALL `<table>_fence`): per lease strategy.
+rowlock_db_program(test_fence ${_db}/test_fence.c)
+target_link_libraries(test_fence PRIVATE PkgConfig::MYSQLCLIENT)
+foreach(p insert optimistic)
+  add_test(NAME db_fence_${p} COMMAND test_fence ${p})
+  rowlock_db_test(db_fence_${p} TIMEOUT 300)
+endforeach()
+
 unset(_db)

@@ -4,8 +4,8 @@
 Usage: check_history.py [--json] LOG [DIR]
 
 LOG is the history (JSON lines); DIR holds the counter and fenced-store files
-(counter.NAME, fence.NAME, fence.NAME.rejects) when their final state is to
-be checked too. Exit status 0 if the history is clean, 1 if it is not (each
+(counter.NAME, fence.NAME, fence.NAME.rejects, and dbfence.tsv: the rows the
+database-fenced writes committed) when their final state is to be checked too. Exit status 0 if the history is clean, 1 if it is not (each
 problem is printed on one line), 2 on bad input.
 
 Record format
@@ -27,6 +27,14 @@ Written by the worker (tests/fault/fault_worker.c):
   renew  name gid pid token req t rc      (rc: ROWLOCK_* name, "ROWLOCK_OK")
   fence  name gid pid token ok highest t  one fenced write, logged under the
          store's flock (so per name the log order is the store's order)
+  dbfence name gid pid token seq rc committed form t
+         one write in the application's own transaction, fenced in it by
+         rowlock_fence() (form "c") or CALL `<table>_fence` (form "sql"), or
+         not fenced at all (form "none": the planted bug skip-fence): seq is
+         the value of the name's counter row the transaction incremented
+         (the commit order: the row lock serialises them), rc the fence's
+         ROWLOCK_* name (SQL form: ROWLOCK_EFENCED for SQLSTATE RLF01),
+         committed 1 if COMMIT succeeded. Logged after the transaction ended
   releasing name gid pid t                the release is about to be called
   end    name gid pid token t how rc      t: end of the protected work;
          how: completed | lost (ROWLOCK_ENOTOWNER) | terminated (SIGTERM from
@@ -79,6 +87,13 @@ its ticks say it could last have been alive (how = stopped).
 5. fence: per name, each write was accepted iff its token >= every token
    accepted before it; every rejected write came from an excused or killed
    section; DIR's reject journal agrees with the log.
+6. db fence: (writes fenced inside the application's transaction) per name,
+   the rows the database committed (DIR/dbfence.tsv), in commit order (seq),
+   have non-decreasing tokens: a row of an older grant committed after a
+   newer grant's row is a stale grant's fenced write that committed (the
+   failure the fence exists to prevent); every write the log says committed
+   is in the table; a refused fence (ROWLOCK_EFENCED) came from an excused or
+   killed section (an unpaused holder's fenced writes all commit).
 """
 import collections
 import json
@@ -95,7 +110,8 @@ LEASE_EPS_PPM = 1000
 class Section:
     __slots__ = ("gid", "name", "pid", "ppid", "token", "strategy", "via", "req",
                  "begin", "end", "how", "rc", "lease_ms", "last_req", "paused",
-                 "released", "releasing", "fences", "incs", "alive_until", "session_cut")
+                 "released", "releasing", "fences", "incs", "alive_until", "session_cut",
+                 "dbfences")
 
     def __init__(self, r):
         self.gid = r["gid"]
@@ -116,6 +132,7 @@ class Section:
         self.released = None   # True: released; False: did not; None: unknown
         self.releasing = None
         self.fences = []
+        self.dbfences = []
         self.incs = []
         self.alive_until = None
         self.session_cut = False
@@ -181,7 +198,7 @@ def build(recs):
                 # the history rather than judge it wrongly.
                 raise ValueError("gid %r begins twice: section ids must be unique" % r["gid"])
             secs[r["gid"]] = Section(r)
-        elif ev in ("inc", "renew", "fence", "releasing", "end", "tick", "sigterm"):
+        elif ev in ("inc", "renew", "fence", "dbfence", "releasing", "end", "tick", "sigterm"):
             s = secs.get(r["gid"])
             if s is None:
                 continue
@@ -192,6 +209,8 @@ def build(recs):
                     s.last_req = max(s.last_req, int(r["req"]))
             elif ev == "fence":
                 s.fences.append(r)
+            elif ev == "dbfence":
+                s.dbfences.append(r)
             elif ev == "releasing":
                 s.releasing = int(r["t"])
             elif ev == "tick":
@@ -290,6 +309,9 @@ def check(recs, files=None):
         check_leases(res, name, ss)
         check_counter(res, name, ss, files)
         check_fence(res, name, ss, files)
+        check_dbfence(res, name, ss, files)
+    for name in sorted(set((files or {}).get("dbfence", {})) - set(by_name)):
+        check_dbfence(res, name, [], files)    # rows of sections the log lost
     return res
 
 
@@ -427,8 +449,39 @@ def check_fence(res, name, ss, files):
                       % (name, files["rejects"][name], rejected))
 
 
+def check_dbfence(res, name, ss, files):
+    recs = [(f, s) for s in ss for f in s.dbfences]
+    rows = None if files is None else files.get("dbfence", {}).get(name)
+    if not recs and not rows:
+        return
+    for f, s in recs:
+        if f["rc"] == "ROWLOCK_EFENCED":
+            res.stats["db_fence_refused"] += 1
+            res.by_key[(s.strategy, s.via)]["rejected"] += 1
+            if not (s.excused or s.how in ("killed",)):
+                res.error("db fence", "%r: fenced write of %s refused (token %d) though it was neither "
+                          "paused nor told it lost the lock" % (name, s, int(f["token"])))
+        elif f.get("committed"):
+            res.stats["db_fenced_commits"] += 1
+    if rows is None:
+        return
+    by_seq = {}
+    newest = None    # (token, seq, gid) of the newest grant's committed row so far
+    for seq, tok, gid in sorted(rows):
+        by_seq[seq] = (tok, gid)
+        if newest is not None and tok < newest[0]:
+            res.error("db fence", "%r: a stale grant's write committed: %s token %d at seq %d, after "
+                      "%s token %d at seq %d" % (name, gid, tok, seq, newest[2], newest[0], newest[1]))
+        if newest is None or tok > newest[0]:
+            newest = (tok, seq, gid)
+    for f, s in recs:
+        if f.get("committed") and by_seq.get(int(f["seq"])) != (int(f["token"]), f["gid"]):
+            res.error("db fence", "%r: %s logged a committed write (seq %s, token %s) the table does not "
+                      "have" % (name, s, f["seq"], f["token"]))
+
+
 def read_files(d, names):
-    files = {"counter": {}, "rejects": {}}
+    files = {"counter": {}, "rejects": {}, "dbfence": {}}
     for n in names:
         p = os.path.join(d, "counter." + n)
         if os.path.exists(p):
@@ -437,6 +490,14 @@ def read_files(d, names):
             files["counter"][n] = (int(v), g)
         p = os.path.join(d, "fence." + n + ".rejects")
         files["rejects"][n] = sum(1 for _ in open(p)) if os.path.exists(p) else 0
+    p = os.path.join(d, "dbfence.tsv")
+    if os.path.exists(p):
+        with open(p) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                n, seq, tok, gid = line.rstrip("\n").split("\t")
+                files["dbfence"].setdefault(n, []).append((int(seq), int(tok), gid))
     return files
 
 

@@ -23,7 +23,7 @@ endif()
 
 set(_fault_dir ${CMAKE_CURRENT_LIST_DIR})
 add_executable(fault_worker ${_fault_dir}/fault_worker.c)
-target_link_libraries(fault_worker PRIVATE rowlock)
+target_link_libraries(fault_worker PRIVATE rowlock PkgConfig::MYSQLCLIENT)
 target_compile_definitions(fault_worker PRIVATE _GNU_SOURCE)
 
 # The worker again, linked with the library built with the test-only fault

@@ -8,7 +8,8 @@
  *                     --log LOG --dir DIR [--lease-ms L] [--wait-ms W]
  *                     [--hold-ms H] [--count K] [--seconds S]
  *                     [--io-timeout-ms MS] [--counter-ms MS] [--keep 1]
- *                     [--plant skip-lock|reuse-token|counter-outside]
+ *                     [--db-fence c|sql]
+ *                     [--plant skip-lock|reuse-token|counter-outside|skip-fence]
  *   fault_worker section --log LOG --dir DIR [--hold-ms H] [--counter-ms MS]
  *                     (COMMAND of `rowlock run`: name and token come from
  *                      ROWLOCK_NAME / ROWLOCK_TOKEN; FAULT_SPAWN_US, set by
@@ -19,6 +20,8 @@
  *                      before the lease could; it then logs a "tick" record
  *                      every 50 ms, every 10 ms after SIGTERM, so the
  *                      checker knows until when a SIGKILLed one ran)
+ *                     (with FAULT_DB_FENCE=sql, FAULT_DB_CNF=F, FAULT_DB_TABLE=T
+ *                      in its environment: also a database-fenced write, SQL form)
  *   fault_worker fence --dir DIR --name N --token T [--log LOG]
  *                     (one fenced write; exit 0 accepted, 3 rejected)
  *
@@ -38,6 +41,12 @@
  *           only if token >= the highest the store has seen (flock(2) makes
  *           the compare-and-write atomic); rejected writes are also appended
  *           to DIR/fence.NAME.rejects
+ *   dbfence (--db-fence) a write fenced inside the worker's own transaction on
+ *           its own connection: START TRANSACTION; the name's counter row
+ *           in table fault_dbfence_ctr + 1 (its new value `seq` is the commit
+ *           order); a row (name, seq, gid, token) in fault_dbfence; the fence
+ *           (rowlock_fence(), or CALL `<table>_fence`(name, token)); COMMIT,
+ *           or ROLLBACK when the fence refused
  *   end     release (library) or COMMAND exits (CLI); how = completed | lost
  *           (release/renew said ROWLOCK_ENOTOWNER) | terminated (SIGTERM from
  *           `rowlock run`: lease lost)
@@ -53,6 +62,8 @@
  *                    (a client caching a stale token: tokens out of order)
  *   counter-outside  increments the counter after releasing (lost update
  *                    without overlapping sections)
+ *   skip-fence       makes its database write without the fence (a stale
+ *                    grant's write then commits)
  *
  * Exit status: 0, 2 usage, 69 could not connect at all (loop mode).
  */
@@ -68,6 +79,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <mysql.h>
 
 #include "rowlock.h"
 
@@ -253,10 +266,109 @@ static int fence_write(const char *dir, const char *name, uint64_t token, const 
     return ok;
 }
 
+/* ---- writes fenced in the worker's own transaction ------------------------------------- */
+
+static MYSQL *dbf;          /* the worker's own connection ("the application's") */
+
+static int dbf_query(const char *sql)
+{
+    return mysql_query(dbf, sql) == 0 ? 0 : -1;
+}
+
+/* Connect (once, again after an error) and make the tables. 0 or -1. */
+static int dbf_open(const char *cnf, const char *name)
+{
+    char esc[600], sql[1024];
+    unsigned int t = 2;
+    if (dbf != NULL)
+        return 0;
+    dbf = mysql_init(NULL);
+    if (dbf == NULL)
+        return -1;
+    mysql_options(dbf, MYSQL_READ_DEFAULT_FILE, cnf);
+    mysql_options(dbf, MYSQL_READ_DEFAULT_GROUP, "client");
+    mysql_options(dbf, MYSQL_OPT_CONNECT_TIMEOUT, &t);
+    if (mysql_real_connect(dbf, NULL, NULL, NULL, NULL, 0, NULL, 0) == NULL)
+        goto fail;
+    mysql_real_escape_string(dbf, esc, name, (unsigned long)strlen(name));
+    snprintf(sql, sizeof sql, "INSERT IGNORE INTO fault_dbfence_ctr (name, v) VALUES ('%s', 0)", esc);
+    if (dbf_query("CREATE TABLE IF NOT EXISTS fault_dbfence_ctr (name VARCHAR(255) PRIMARY KEY, v BIGINT NOT NULL) "
+                  "ENGINE=InnoDB") ||
+        dbf_query("CREATE TABLE IF NOT EXISTS fault_dbfence (name VARCHAR(255) NOT NULL, seq BIGINT NOT NULL, "
+                  "gid VARCHAR(96) NOT NULL, token BIGINT UNSIGNED NOT NULL, PRIMARY KEY (name, seq)) ENGINE=InnoDB") ||
+        dbf_query(sql))
+        goto fail;
+    return 0;
+fail:
+    fprintf(stderr, "fault_worker: db fence connection: %s\n", mysql_error(dbf));
+    mysql_close(dbf);
+    dbf = NULL;
+    return -1;
+}
+
+/* One fenced write: l != NULL the C form, else the SQL form on `table`
+ * (form "none": no fence at all, the planted bug). Logged after it ended. */
+static void dbf_write(const char *cnf, const char *table, rowlock_lock *l, const char *form, const char *name,
+                      uint64_t token, const char *gid)
+{
+    char esc[600], sql[1400];
+    const char *rc = "db-error";
+    long long seq = 0;
+    int committed = 0;
+    if (dbf_open(cnf, name) != 0)
+        goto out;
+    mysql_real_escape_string(dbf, esc, name, (unsigned long)strlen(name));
+    if (dbf_query("START TRANSACTION"))
+        goto err;
+    snprintf(sql, sizeof sql, "UPDATE fault_dbfence_ctr SET v = LAST_INSERT_ID(v + 1) WHERE name = '%s'", esc);
+    if (dbf_query(sql))
+        goto err;
+    seq = (long long)mysql_insert_id(dbf);
+    snprintf(sql, sizeof sql, "INSERT INTO fault_dbfence (name, seq, gid, token) VALUES ('%s', %lld, '%s', %" PRIu64 ")",
+             esc, seq, gid, token);
+    if (dbf_query(sql))
+        goto err;
+    if (strcmp(form, "c") == 0) {
+        int r = rowlock_fence(l, dbf);
+        rc = rowlock_error_name(r);
+        if (r != 0) {
+            (void)dbf_query("ROLLBACK");
+            goto out;
+        }
+    } else if (strcmp(form, "sql") == 0) {
+        snprintf(sql, sizeof sql, "CALL `%s_fence`('%s', %" PRIu64 ")", table, esc, token);
+        if (dbf_query(sql)) {
+            int fenced = strcmp(mysql_sqlstate(dbf), "RLF01") == 0;
+            rc = fenced ? "ROWLOCK_EFENCED" : "db-error";
+            (void)dbf_query("ROLLBACK");
+            if (fenced)
+                goto out;
+            goto err;
+        }
+        rc = "ROWLOCK_OK";
+    } else {
+        rc = "ROWLOCK_OK"; /* skip-fence: nothing checked */
+    }
+    if (dbf_query("COMMIT")) {
+        rc = "commit-failed";
+        goto err;
+    }
+    committed = 1;
+    goto out;
+err:
+    fprintf(stderr, "fault_worker: db fence: %s\n", mysql_error(dbf));
+    mysql_close(dbf); /* a new connection next time (the server may have restarted) */
+    dbf = NULL;
+out:
+    rec("{\"ev\":\"dbfence\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"token\":%" PRIu64
+        ",\"seq\":%lld,\"rc\":\"%s\",\"committed\":%d,\"form\":\"%s\",\"t\":%" PRId64 "}",
+        name, gid, (int)getpid(), token, seq, rc, committed, form, now_us());
+}
+
 /* ---- options ------------------------------------------------------------------------------ */
 
 typedef struct opts {
-    const char *defaults_file, *table, *name, *strategy, *log, *dir, *plant;
+    const char *defaults_file, *table, *name, *strategy, *log, *dir, *plant, *db_fence;
     int64_t lease_ms, wait_ms, hold_ms, seconds, io_timeout_ms;
     int counter_ms, keep;
     long count;
@@ -291,6 +403,8 @@ static void parse(opts *o, int argc, char **argv)
             o->dir = v;
         else if (strcmp(a, "--plant") == 0)
             o->plant = v;
+        else if (strcmp(a, "--db-fence") == 0)
+            o->db_fence = v;
         else if (strcmp(a, "--lease-ms") == 0)
             o->lease_ms = atoll(v);
         else if (strcmp(a, "--wait-ms") == 0)
@@ -375,6 +489,11 @@ static int run_section(opts *o)
     t_end = now_us();
     ok = fence_write(o->dir, name, token, gid);
     (void)ok;
+    {
+        const char *df = getenv("FAULT_DB_FENCE"), *cnf = getenv("FAULT_DB_CNF"), *tbl = getenv("FAULT_DB_TABLE");
+        if (df != NULL && strcmp(df, "sql") == 0 && cnf != NULL && tbl != NULL)
+            dbf_write(cnf, tbl, NULL, "sql", name, token, gid);
+    }
     rec("{\"ev\":\"end\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"token\":%" PRIu64
         ",\"t\":%" PRId64 ",\"how\":\"%s\",\"rc\":0}",
         name, gid, (int)getpid(), token, t_end, got_term ? "terminated" : "completed");
@@ -529,6 +648,9 @@ static int run_loop(opts *o)
             }
         }
         fence_write(o->dir, o->name, token, gid);
+        if (o->db_fence != NULL && !skip)
+            dbf_write(o->defaults_file, o->table, l,
+                      o->plant && strcmp(o->plant, "skip-fence") == 0 ? "none" : o->db_fence, o->name, token, gid);
         t_end = now_us();
         rec("{\"ev\":\"releasing\",\"name\":\"%s\",\"gid\":\"%s\",\"pid\":%d,\"t\":%" PRId64 "}",
             o->name, gid, (int)getpid(), t_end);
@@ -567,6 +689,8 @@ static int run_loop(opts *o)
     }
     rowlock_lock_free(l);
     rowlock_client_free(c);
+    if (dbf != NULL)
+        mysql_close(dbf);
     return 0;
 }
 

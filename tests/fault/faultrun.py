@@ -392,6 +392,8 @@ class Run:
                     cmd += ["--keep", "1"]
             if getattr(g, "plant", None):
                 cmd += ["--plant", g.plant]
+            if getattr(g, "db_fence", None):
+                cmd += ["--db-fence", g.db_fence]
             cmd += getattr(g, "extra", [])
             env = dict(os.environ, **g.env_fn()) if getattr(g, "env_fn", None) else os.environ
             if getattr(g, "worker", None):
@@ -403,6 +405,9 @@ class Run:
                    "--hold-ms", str(hold)]
             env = dict(os.environ, FAULT_SPAWN_US=str(now_us()), FAULT_STRATEGY=g.strategy,
                        FAULT_LEASE_MS=str(g.lease_ms))
+            if getattr(g, "db_fence", None):
+                # The SQL form through the worker's own connection.
+                env.update(FAULT_DB_FENCE="sql", FAULT_DB_CNF=cnf, FAULT_DB_TABLE=self.table)
             # A COMMAND slow to stop (deaf to SIGTERM, or MS ms to honour it),
             # which `rowlock run` must still end before the lock can pass on.
             slow = getattr(g, "victim_slow_stop", None) if victim else getattr(g, "slow_stop", None)
@@ -528,18 +533,43 @@ class Run:
         return None
 
     def wait_newer_write(self, g, token, timeout):
-        """Wait until the fenced store of g accepted a token > token."""
+        """Wait until the fenced store of g accepted a token > token (and,
+        for a group with database-fenced writes, a transaction of such a
+        token committed)."""
         end = time.monotonic() + timeout
+        want_db = bool(getattr(g, "db_fence", None))
         while time.monotonic() < end:
             self.tail()
+            store = db = False
             for r in self.records:
-                if r.get("ev") == "fence" and r["name"] == g.name and r["ok"] and r["token"] > token:
-                    return True
+                if r.get("name") != g.name or int(r.get("token", 0)) <= token:
+                    continue
+                if r.get("ev") == "fence" and r["ok"]:
+                    store = True
+                if r.get("ev") == "dbfence" and r.get("committed"):
+                    db = True
+            if store and (db or not want_db):
+                return True
             time.sleep(0.05)
         return False
 
+    def dump_dbfence(self):
+        """The rows the database-fenced writes committed, to data/dbfence.tsv
+        (name, seq, token, gid): the checker's ground truth."""
+        if not any(getattr(g, "db_fence", None) for g in self.groups):
+            return
+        client = shutil.which("mariadb") or shutil.which("mysql")
+        p = subprocess.run([client, "--defaults-file=" + self.sandbox.cnf, "-N", "-B", "-e",
+                            "SELECT name, seq, token, gid FROM fault_dbfence ORDER BY name, seq"],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            raise RuntimeError("dbfence dump: " + p.stderr.strip())
+        with open(os.path.join(self.data, "dbfence.tsv"), "w") as f:
+            f.write(p.stdout)
+
     def check(self):
         self.tail()
+        self.dump_dbfence()
         names = {g.name for g in self.groups}
         files = check_history.read_files(self.data, names)
         return check_history.check(self.records, files)
@@ -656,6 +686,12 @@ def sc_server_restart(run, args):
 
 def sc_pause(run, args):
     gs = groups_for(run, "pause", args, n=3, hold_ms=700, lease_ms=2000)
+    for g in gs:
+        # Writes fenced in the worker's own transaction too (lease locks:
+        # for-update has no fence, its lock is its own transaction): the
+        # library form for library workers, the SQL form under `rowlock run`.
+        if g.strategy != "for-update":
+            g.db_fence = "c" if g.via == "lib" else "sql"
     run.start()
     fails = []
     paused = []
@@ -691,6 +727,13 @@ def sc_pause(run, args):
         elif fences and fences[0]["ok"]:
             fails.append("%s: the paused holder's late write (token %d) was ACCEPTED"
                          % (g.name, b["token"]))
+        dbf = [r for r in run.records if r.get("ev") == "dbfence" and r.get("gid") == b["gid"]]
+        if getattr(g, "db_fence", None) and g.via != "cli" and not dbf:
+            fails.append("%s: the paused holder %s made no database write after SIGCONT"
+                         % (g.name, b["gid"]))
+        elif dbf and (dbf[0].get("committed") or dbf[0].get("rc") != "ROWLOCK_EFENCED"):
+            fails.append("%s: the paused holder's late fenced transaction (token %d) said %s, committed %s"
+                         % (g.name, b["token"], dbf[0].get("rc"), dbf[0].get("committed")))
         if g.via == "cli":
             rcs = [rc for pid, rc in run.cli_rcs.get(g.name, []) if pid == pgid]
             if rcs != [75]:
@@ -967,6 +1010,41 @@ def sc_planted(run, args):
         if not expect <= got:
             fails.append("planted %s: the checker did not report %s" % (plant, sorted(expect - got)))
         sub.cleanup_keep_server()
+    # A holder whose database write skips the fence, paused past its lease:
+    # its late write commits after the next holder's, which the checker's
+    # db fence check must report (check 6; with the fence, sc_pause passes).
+    sub = Run(args, tempfile.mkdtemp(prefix="plant-", dir=run.base), run.guard)
+    sub.sandbox, sub.errlog, sub.table = run.sandbox, run.errlog, run.table
+    g = sub.add_group("planted:skip-fence", "insert", "lib", n=3, hold_ms=300, lease_ms=2000,
+                      name="planted-skip-fence")
+    g.plant, g.db_fence = "skip-fence", "c"
+    sub.start()
+    h = sub.wait_holder(g, 15)
+    if h is None:
+        fails.append("planted skip-fence: no holder in its section within 15 s")
+    else:
+        pgid, b = h
+        sub.fault("pause", pid=pgid, group=g.name)
+        sub.killpg(pgid, signal.SIGSTOP)
+        ok = sub.wait_newer_write(g, b["token"], 20)
+        sub.fault("resume", pid=pgid, group=g.name)
+        sub.killpg(pgid, signal.SIGCONT)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and not any(
+                r.get("ev") == "dbfence" and r.get("gid") == b["gid"] for r in sub.tail()):
+            time.sleep(0.05)
+        if not ok:
+            fails.append("planted skip-fence: no later holder wrote while %d was paused" % pgid)
+    sub.shutdown()
+    res = sub.check()
+    got = set(res.kinds())
+    results.append(("skip-fence", res))
+    log("planted skip-fence: checker found %s (expected ['db fence'])" % (sorted(got) or "nothing"))
+    for e in res.errors[:3]:
+        log("  e.g. " + e)
+    if "db fence" not in got:
+        fails.append("planted skip-fence: the checker did not report ['db fence']")
+    sub.cleanup_keep_server()
     # Control: the same run without a plant passes.
     sub = Run(args, tempfile.mkdtemp(prefix="control-", dir=run.base), run.guard)
     sub.sandbox, sub.errlog, sub.table = run.sandbox, run.errlog, run.table

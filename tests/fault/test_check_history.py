@@ -292,6 +292,63 @@ class TestFence(unittest.TestCase):
         self.assertIn("fence", h.check().kinds())
 
 
+class TestDbFence(unittest.TestCase):
+    """Writes fenced inside the application's transaction (check 6)."""
+
+    @staticmethod
+    def dbfence(h, gid, token, seq, t, rc="ROWLOCK_OK", committed=1, name="n"):
+        pid = int(gid.split(".")[0].split("-")[0])
+        h.recs.append({"ev": "dbfence", "name": name, "gid": gid, "pid": pid, "token": token,
+                       "seq": seq, "rc": rc, "committed": committed, "form": "c", "t": t * MS})
+
+    def paused_history(self, late_rc, late_committed):
+        # 1.1 is paused past its lease; 2.1 takes over and commits seq 2;
+        # 1.1, resumed, tries a fenced write at 2900.
+        h = H().section("2.1", 11, 2100, 2200, fence=(2150, 1, 0))
+        h.section("1.1", 10, 0, 3000, fence=(2950, 0, 11), how="lost", inc=False)
+        h.fault("pause", 1, 100)
+        self.dbfence(h, "1.1", 10, 1, 50)
+        self.dbfence(h, "2.1", 11, 2, 2160)
+        self.dbfence(h, "1.1", 10, 3 if late_committed else 0, 2900, rc=late_rc, committed=late_committed)
+        rows = [(1, 10, "1.1"), (2, 11, "2.1")] + ([(3, 10, "1.1")] if late_committed else [])
+        files = {"counter": {}, "rejects": {}, "dbfence": {"n": rows}}
+        recs = sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+        return ch.check(recs, files)
+
+    def test_a_paused_holders_refused_fence_passes(self):
+        r = self.paused_history("ROWLOCK_EFENCED", 0)
+        self.assertEqual(r.errors, [])
+        self.assertEqual(r.stats["db_fence_refused"], 1)
+        self.assertEqual(r.stats["db_fenced_commits"], 2)
+
+    def test_a_stale_grants_committed_write_fails(self):
+        # The fence skipped (or ignoring the token): the late write commits.
+        r = self.paused_history("ROWLOCK_OK", 1)
+        self.assertIn("db fence", r.kinds())
+        self.assertTrue(any("stale grant" in e for e in r.errors), r.errors)
+
+    def test_a_live_holders_refused_fence_fails(self):
+        h = H().section("1.1", 10, 0, 100)
+        self.dbfence(h, "1.1", 10, 0, 50, rc="ROWLOCK_EFENCED", committed=0)
+        self.assertIn("db fence", h.check().kinds())
+
+    def test_a_committed_write_missing_from_the_table_fails(self):
+        h = H().section("1.1", 10, 0, 100)
+        self.dbfence(h, "1.1", 10, 1, 50)
+        recs = sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+        r = ch.check(recs, {"counter": {}, "rejects": {}, "dbfence": {"n": []}})
+        self.assertIn("db fence", r.kinds())
+
+    def test_dbfence_tsv_is_read(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "dbfence.tsv"), "w") as f:
+                f.write("n\t1\t10\t1.1\nn\t2\t9\t2.1\n")
+            files = ch.read_files(d, {"n"})
+            self.assertEqual(files["dbfence"]["n"], [(1, 10, "1.1"), (2, 9, "2.1")])
+            r = ch.check([], files)
+            self.assertIn("db fence", r.kinds())
+
+
 class TestCommandLine(unittest.TestCase):
     def test_exit_status_and_one_line_per_problem(self):
         h = H().section("1.1", 10, 0, 100).section("2.1", 9, 50, 150, inc=False)

@@ -387,7 +387,7 @@ static void test_table_name_check__refuses_rowlocks_own_objects(void **state)
 {
     (void)state;
     const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token", "locks_floor", "X_Floor",
-                          "locks_hold", "x_HOLD" };
+                          "locks_hold", "x_HOLD", "locks_fence", "x_Fence" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rowlock__table_name_check(bad[i]) != ROWLOCK__TABLE_RESERVED)
             fail_msg("table name \"%s\" was not refused as reserved", bad[i]);
@@ -402,10 +402,10 @@ static void test_table_name_check__the_message_lists_exactly_what_is_refused(voi
 {
     (void)state;
     char text[100], t[80];
-    const char *created[] = { "_token", "_queue", "_floor", "_hold" }; /* {{table}}_... in sql/ */
+    const char *created[] = { "_token", "_queue", "_floor", "_hold", "_fence" }; /* {{table}}_... in sql/ */
     const char *p = rowlock__table_reserved_text(text, sizeof text);
     size_t named = 0;
-    assert_string_equal(text, "rowlock_schema and names ending in _token, _queue, _floor or _hold");
+    assert_string_equal(text, "rowlock_schema and names ending in _token, _queue, _floor, _hold or _fence");
     assert_ptr_equal(p, text);
     for (p = strstr(text, " in ") + 4; *p; named++) {
         size_t n = strcspn(p, ", ");
@@ -689,6 +689,7 @@ static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
         { ROWLOCK_ENOTOWNER, "ROWLOCK_ENOTOWNER" }, { ROWLOCK_EINVALID, "ROWLOCK_EINVALID" },
         { ROWLOCK_EDB, "ROWLOCK_EDB" },         { ROWLOCK_ESCHEMA, "ROWLOCK_ESCHEMA" },
         { ROWLOCK_EUNSUPPORTED, "ROWLOCK_EUNSUPPORTED" }, { ROWLOCK_ENOMEM, "ROWLOCK_ENOMEM" },
+        { ROWLOCK_EFENCED, "ROWLOCK_EFENCED" },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         assert_string_equal(rowlock_error_name(t[i].code), t[i].name);
@@ -698,10 +699,10 @@ static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
         for (size_t j = 0; j < i; j++)
             assert_string_not_equal(rowlock_strerror(t[i].code), rowlock_strerror(t[j].code));
     }
-    assert_string_equal(rowlock_strerror(-8), "unknown error");
+    assert_string_equal(rowlock_strerror(-9), "unknown error");
     assert_string_equal(rowlock_strerror(1), "unknown error");
     assert_string_equal(rowlock_strerror(INT_MIN), "unknown error");
-    assert_string_equal(rowlock_error_name(-8), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_error_name(-9), "ROWLOCK_EUNKNOWN");
     assert_string_equal(rowlock_error_name(42), "ROWLOCK_EUNKNOWN");
     assert_string_equal(rowlock_error_name(INT_MIN), "ROWLOCK_EUNKNOWN");
     assert_string_equal(rowlock_version(), ROWLOCK_VERSION_STRING);
