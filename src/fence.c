@@ -93,10 +93,23 @@ static int in_transaction(MYSQL *m)
     return (status & SERVER_STATUS_IN_TRANS) != 0 || (status & SERVER_STATUS_AUTOCOMMIT) == 0;
 }
 
+static int fence_held(rowlock_lock *l, void *mysql);
+
+/* The lock's client is held for the call, as release and renew hold it: a
+ * keeper renewing on that client's connection (ROWLOCK_KEEP_SAME_CONNECTION)
+ * does not write the client's error fields while the fence reports in them. */
 ROWLOCK_EXTERN int rowlock_fence(rowlock_lock *l, void *mysql)
 {
     if (l == NULL || l->client == NULL)
         return ROWLOCK_EINVALID;
+    rowlock__db_hold(l->client);
+    int rc = fence_held(l, mysql);
+    rowlock__db_unhold(l->client);
+    return rc;
+}
+
+static int fence_held(rowlock_lock *l, void *mysql)
+{
     rowlock_client *c = l->client;
     rowlock__clear_error(c);
     if (mysql == NULL)
