@@ -42,6 +42,9 @@
  *                seen by the taker; the cluster reaper)
  *   row.c        reading a lock row; messages that explain a refusal [row.h]
  *   admin.c      list, stats, force release, reap (public calls only)
+ *   epoch.c      failover-safe leases on a primary-replica pair: the server
+ *                identity, epoch, longest lease and token floor of a table
+ *                (<table>_epoch), checked before grants and renewals [epoch.h]
  *
  * Calls flow one way, down this list of layers:
  *   keeper.c -> client.c -> lock.c (wrappers) -> strategy_*.c -> holders.c
@@ -89,5 +92,6 @@
 #include "lease.h"
 #include "lease_rule.h"
 #include "holders.h"
+#include "epoch.h"
 
 #endif
