@@ -15,4 +15,8 @@ GRANT SELECT, INSERT, DELETE ON rowlock.`{{table}}_queue` TO 'rowlock_app'@'%';
 GRANT SELECT, INSERT, UPDATE ON rowlock.`{{table}}_floor` TO 'rowlock_app'@'%';
 -- Shared locks and semaphores (schema 0004): the holders table.
 GRANT SELECT, INSERT, UPDATE, DELETE ON rowlock.`{{table}}_hold` TO 'rowlock_app'@'%';
+-- Failover-safe leases (schema 0006): the epoch row (read at every
+-- connection's first grant; a client that finds a promoted replica takes it
+-- over and raises the token sequence, SETVAL: INSERT on the sequence above).
+GRANT SELECT, INSERT, UPDATE ON rowlock.`{{table}}_epoch` TO 'rowlock_app'@'%';
 GRANT SELECT ON rowlock.rowlock_schema TO 'rowlock_app'@'%';
