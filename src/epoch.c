@@ -73,8 +73,10 @@
  * under another identity is released unreported and the acquire starts
  * again (the caller never saw it, so nothing overlapped).
  *
- * Renewals (rowlock__epoch_renew_check, lock.c's rowlock_renew, so the
- * keeper's too): a handle remembers the epoch of its grant (l->epoch); a
+ * Renewals and releases (rowlock__epoch_renew_check, lock.c's
+ * rowlock_renew, so the keeper's too, and rowlock_release: a release on the
+ * new primary would free nothing of ours, and a release retried against a
+ * read-only replica would wait for nothing): a handle remembers the epoch of its grant (l->epoch); a
  * renewal on a session whose server has another identity, or whose row
  * shows another epoch, is refused as ROWLOCK_ENOTOWNER, the lock is LOST:
  * the holder stops before a taker on the new primary can start (the taker
@@ -221,6 +223,7 @@ int rowlock__epoch_grant_check(rowlock_lock *l, int64_t wait_ms, int64_t start_u
     if (c->epoch_state != 0 && c->epoch_gen == c->session_gen)
         return c->epoch_state == 2 ? 0 : lease_over(l, "acquire", lease_ms);
     c->epoch_state = 0;
+    unsigned takeovers = 0;
     for (unsigned slices = 0;; slices++) {
         epoch_row r;
         int applicable;
@@ -234,6 +237,11 @@ int rowlock__epoch_grant_check(rowlock_lock *l, int64_t wait_ms, int64_t start_u
             return 0;
         }
         if (!r.found || !r.same) {
+            if (++takeovers > 3) /* the UPDATE does not stick (a trigger, a filter): never loop */
+                return rowlock__fail(c, ROWLOCK_EDB,
+                                     "acquire %s (%s): the failover takeover of `%s_epoch` did not take effect "
+                                     "(server %s, this is %s)",
+                                     l->shown, l->ops->name, c->table, r.server, r.current);
             if ((rc = epoch_take_over(c, &r)))
                 return rc;
             continue; /* read again: the winner's safe_after */
@@ -292,7 +300,7 @@ int rowlock__epoch_grant_valid(rowlock_lock *l)
     return 1;
 }
 
-int rowlock__epoch_renew_check(rowlock_lock *l, int64_t lease_ms)
+int rowlock__epoch_renew_check(rowlock_lock *l, const char *what, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
     if (c->epoch_state == 0 || c->epoch_gen != c->session_gen) {
@@ -307,9 +315,9 @@ int rowlock__epoch_renew_check(rowlock_lock *l, int64_t lease_ms)
         } else if (!r.found || !r.same) {
             c->epoch_state = 0; /* a grant here must take over first */
             return rowlock__fail(c, ROWLOCK_ENOTOWNER,
-                                 "renew %s (%s): the server failed over (lock table `%s` was granted by server %s, "
+                                 "%s %s (%s): the server failed over (lock table `%s` was granted by server %s, "
                                  "this is %s): the lock is lost",
-                                 l->shown, l->ops->name, c->table, r.found ? r.server : "(unknown)", r.current);
+                                 what, l->shown, l->ops->name, c->table, r.found ? r.server : "(unknown)", r.current);
         } else {
             c->epoch_state = 1;
             c->epoch = r.epoch;
@@ -318,11 +326,11 @@ int rowlock__epoch_renew_check(rowlock_lock *l, int64_t lease_ms)
     }
     if (c->epoch_state == 1 && l->epoch != c->epoch)
         return rowlock__fail(c, ROWLOCK_ENOTOWNER,
-                             "renew %s (%s): the server failed over since the grant (lock table `%s`, epoch %llu, "
+                             "%s %s (%s): the server failed over since the grant (lock table `%s`, epoch %llu, "
                              "the grant's %llu): the lock is lost",
-                             l->shown, l->ops->name, c->table, (unsigned long long)c->epoch,
+                             what, l->shown, l->ops->name, c->table, (unsigned long long)c->epoch,
                              (unsigned long long)l->epoch);
-    return lease_over(l, "renew", lease_ms);
+    return lease_over(l, what, lease_ms);
 }
 
 uint64_t rowlock__epoch_of_grant(const rowlock_client *c)

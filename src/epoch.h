@@ -22,9 +22,10 @@ int rowlock__epoch_grant_check(rowlock_lock *l, int64_t wait_ms, int64_t start_u
 /* After a grant: 1 if it was made on a checked session or the session it
  * reached passes the check without waiting; 0: release it unreported. */
 int rowlock__epoch_grant_valid(rowlock_lock *l);
-/* Before a renewal of l: 0, ROWLOCK_ENOTOWNER (the server failed over since
- * l's grant: lost), ROWLOCK_EINVALID (lease over the maximum), or an error. */
-int rowlock__epoch_renew_check(rowlock_lock *l, int64_t lease_ms);
+/* Before a renewal (what "renew", lease_ms) or a release ("release", 0) of
+ * l: 0, ROWLOCK_ENOTOWNER (the server failed over since l's grant: lost),
+ * ROWLOCK_EINVALID (lease over the maximum), or an error. */
+int rowlock__epoch_renew_check(rowlock_lock *l, const char *what, int64_t lease_ms);
 /* The epoch a grant made now on c records in l->epoch (0: not applicable). */
 uint64_t rowlock__epoch_of_grant(const rowlock_client *c);
 /* client.c's session_ended hook: the next session is checked again. No SQL. */

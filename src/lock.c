@@ -390,7 +390,10 @@ ROWLOCK_EXTERN int rowlock_release(rowlock_lock *l)
     int kept = l->held == 1 && l->keep_on;
     if (kept)
         KEEPER(l->client, forget, l);
-    rc = l->ops->release(l);
+    /* After a failover the grant is gone with the old server: lost (epoch.c). */
+    rc = rowlock__epoch_renew_check(l, "release", 0);
+    if (rc == 0)
+        rc = l->ops->release(l);
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
         KEEPER(l->client, granted, l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
@@ -427,12 +430,12 @@ ROWLOCK_EXTERN int rowlock_renew(rowlock_lock *l, int64_t lease_ms)
      * is refused: the lock is lost (epoch.c). So is one that reached a new
      * session of another server (checked after it: the renewal then extended
      * a row nobody will honour, and the loss is reported all the same). */
-    rc = rowlock__epoch_renew_check(l, lease_ms);
+    rc = rowlock__epoch_renew_check(l, "renew", lease_ms);
     if (rc == 0) {
         uint64_t gen = l->client->session_gen;
         rc = l->ops->renew(l, lease_ms);
         if (rc == 0 && l->client->session_gen != gen)
-            rc = rowlock__epoch_renew_check(l, lease_ms);
+            rc = rowlock__epoch_renew_check(l, "renew", lease_ms);
     }
     if (rc == 0) {
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
