@@ -18,4 +18,8 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON rowlock.`{{table}}_hold` TO 'rowlock_app
 -- Fenced writes (schema 0005): the SQL form, CALL `<table>_fence`(name, token)
 -- (SQL SECURITY INVOKER: it runs with the caller's rights on the tables).
 GRANT EXECUTE ON PROCEDURE rowlock.`{{table}}_fence` TO 'rowlock_app'@'%';
+-- Failover-safe leases (schema 0006): the epoch row (read at every
+-- connection's first grant; a client that finds a promoted replica takes it
+-- over and raises the token sequence, SETVAL: INSERT on the sequence above).
+GRANT SELECT, INSERT, UPDATE ON rowlock.`{{table}}_epoch` TO 'rowlock_app'@'%';
 GRANT SELECT ON rowlock.rowlock_schema TO 'rowlock_app'@'%';

@@ -14,6 +14,7 @@ static void session_ended(rowlock_client *c)
 {
     rowlock__lease_rule_session_ended(c);
     rowlock__strategy_session_ended(c);
+    rowlock__epoch_session_ended(c);
 }
 
 ROWLOCK_EXTERN int rowlock_client_new(rowlock_client **out)
@@ -285,6 +286,7 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
     c->mysql = mysql;
     c->owns_mysql = 0;
     c->connected = 1;
+    c->session_gen++;
     if ((rc = rowlock__db_server_check(c, "wrap"))) {
         c->mysql = NULL;
         c->connected = 0;

@@ -97,6 +97,15 @@ struct rowlock_client {
     int wsrep;
     /* The cluster reaper's record of stale rows (lease_cluster.c). */
     void *cluster;
+    /* Failover epoch (epoch.c): session_gen counts the sessions (db layer,
+     * +1 at every connect or wrap); epoch_gen is the session epoch.c last
+     * checked, epoch_state its answer (0 not checked, 1 checked: epoch and
+     * max_lease_ms hold; 2 not applicable: a Galera node or no epoch
+     * table). Forgotten when the session ends (the session_ended hook). */
+    uint64_t session_gen, epoch_gen;
+    int epoch_state;
+    uint64_t epoch;
+    int64_t max_lease_ms;
 
     /* Hooks through which a lower layer tells a higher one something, set
      * by the higher one (calls flow one way: rowlock_int.h's layout).
@@ -153,6 +162,9 @@ struct rowlock_lock {
     uint64_t ticket;         /* the queue place of a wait that ended without a
                                 grant: the next waiting acquire takes it again */
     int64_t ticket_left_us;  /* when that wait ended (monotonic) */
+    uint64_t epoch;          /* epoch.c: the failover epoch of the current grant
+                                (set by lock.c at a new grant; the keeper copies
+                                it to its shadow) */
     rowlock_keep_options keep;
 };
 

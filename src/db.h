@@ -71,7 +71,8 @@ typedef struct rowlock__res {
  *
  * `tmpl` is an SQL template with {{table}} for the lock table; `variant`
  * (>= 0, a number the library formats itself, never user data) replaces
- * {{wait}} (as seconds S.mmm) and {{waits}} (whole seconds, rounded up), and
+ * {{wait}} (as seconds S.mmm), {{waits}} (whole seconds, rounded up) and
+ * {{number}} (as it is: a value where the server takes no `?`), and
  * is part of the cache key with the template's address. The statement is
  * prepared once per client and cached. Result rows are fetched into `cols`;
  * `row_fn` (may be NULL) is called for each row, otherwise only the first

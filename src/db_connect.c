@@ -446,6 +446,7 @@ static int connect_locked(rowlock_client *c)
         return rc;
     c->mysql = m;
     c->connected = 1;
+    c->session_gen++; /* a new session: epoch.c checks it again before a grant */
     c->conn_pid = (long)getpid();
     if ((rc = rowlock__db_server_check(c, "connect"))) {
         mysql_close(m);

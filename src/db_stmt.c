@@ -35,7 +35,8 @@ static int capture_stmt(rowlock_client *c, const char *what, MYSQL_STMT *st)
     return rowlock__db_capture(c, what, mysql_stmt_errno(st), mysql_stmt_sqlstate(st), mysql_stmt_error(st));
 }
 
-/* Expand {{table}} and {{wait}} (variant ms as seconds "S.mmm"). */
+/* Expand {{table}}, {{wait}} (variant ms as seconds "S.mmm"), {{waits}} and
+ * {{number}} (variant as it is: epoch.c's SETVAL, which takes no `?`). */
 static char *expand(rowlock_client *c, const char *tmpl, long variant)
 {
     size_t cap = strlen(tmpl) + 8 * (strlen(c->table) + 24) + 1;
@@ -50,6 +51,9 @@ static char *expand(rowlock_client *c, const char *tmpl, long variant)
         } else if (strncmp(p, "{{wait}}", 8) == 0) {
             o += (size_t)snprintf(out + o, cap - o, "%ld.%03ld", variant / 1000, variant % 1000);
             p += 8;
+        } else if (strncmp(p, "{{number}}", 10) == 0) {
+            o += (size_t)snprintf(out + o, cap - o, "%ld", variant);
+            p += 10;
         } else if (strncmp(p, "{{waits}}", 9) == 0) {
             o += (size_t)snprintf(out + o, cap - o, "%ld", variant / 1000 + (variant % 1000 != 0));
             p += 9;

@@ -80,6 +80,7 @@ struct rowlock__kept {
     rowlock_strategy strategy;
     uint64_t token;
     int held_multi;          /* a holders-table grant (shared, semaphore: holders.c) */
+    uint64_t epoch;          /* the grant's failover epoch (epoch.c): the shadow renews under it */
     int fd;                  /* for-update: the holding session's socket; else -1 */
     int ping;                /* for-update on a connection of ours: keep the session alive */
     int same;                /* a lease lock renewed on the application's client
@@ -237,6 +238,8 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
     if (e->shadow == NULL && e->fd < 0 && !e->same) {
         /* Made here: the renewer is the only thread that uses k->conn. */
         rc = rowlock__lock_shadow(&e->shadow, k->conn, e->name, e->strategy, e->token, e->held_multi);
+        if (rc == 0)
+            e->shadow->epoch = e->epoch;
     }
     int64_t sent = rowlock__now_us();
     char msg[ROWLOCK__ERRMSG_MAX];
@@ -632,6 +635,7 @@ static int track(rowlock_lock *l, int64_t sent_us)
     e->strategy = l->ops->id;
     e->token = l->token;
     e->held_multi = l->held_multi;
+    e->epoch = l->epoch;
     e->fn = l->keep.on_event;
     e->arg = l->keep.arg;
     /* for-update: the lease is the holding session's wait_timeout, set at

@@ -275,12 +275,33 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
                 left = 0;
         }
         int rc = 0, adopted = 0;
-        if (l->claim_uncertain)
+        /* After a failover no grant before the old server's leases ended
+         * (epoch.c); a wait shorter than that ends in EBUSY. */
+        if (l->held == 0)
+            rc = rowlock__epoch_grant_check(l, wait_ms, start, lease_ms);
+        if (rc == 0 && l->claim_uncertain)
             rc = adopt_leftover(l, lease_ms, &adopted);
+        if (rc == 0 && !adopted)
+            rc = l->ops->acquire(l, left, lease_ms);
+        if (rc == 0 && l->held == 0 && !rowlock__epoch_grant_valid(l)) {
+            /* The grant reached a session nobody checked, on a server that
+             * failed over: nobody saw it; release it and start again, checked. */
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_WARN, WAIT_RETRY, RL_EVX(.attempt = attempt + 1),
+                              "%s (%s): granted on a new session of a server that failed over: released unreported, "
+                              "waiting for the failover check",
+                              l->shown, l->ops->name);
+            l->held = 1;
+            rowlock__errsave keep;
+            rowlock__error_save(c, &keep);
+            (void)l->ops->release(l);
+            rowlock__error_restore(c, &keep);
+            l->held = 0;
+            l->token = 0;
+            c->epoch_state = 0;
+            continue;
+        }
         if (adopted)
             return 0;
-        if (rc == 0)
-            rc = l->ops->acquire(l, left, lease_ms);
         if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
             l->claim_uncertain = 1;
         /* The one table (error.c) says which errors end by themselves. */
@@ -340,6 +361,7 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         if (new_grant) {
             l->lease_ms = lease_ms;
             l->grant_sent_us = sent;
+            l->epoch = rowlock__epoch_of_grant(l->client);
         }
         KEEPER(l->client, granted, l, sent, lease_ms, new_grant);
         int64_t took = rowlock__now_us() - sent;
@@ -395,7 +417,10 @@ static int release_held(rowlock_lock *l)
     int kept = l->held == 1 && l->keep_on;
     if (kept)
         KEEPER(l->client, forget, l);
-    rc = l->ops->release(l);
+    /* After a failover the grant is gone with the old server: lost (epoch.c). */
+    rc = rowlock__epoch_renew_check(l, "release", 0);
+    if (rc == 0)
+        rc = l->ops->release(l);
     if (kept && rc != 0 && rc != ROWLOCK_ENOTOWNER)
         KEEPER(l->client, granted, l, l->grant_sent_us, l->lease_ms, 1); /* still held: keep it again */
     if (rc == 0) {
@@ -429,7 +454,17 @@ static int renew_held(rowlock_lock *l, int64_t lease_ms)
     if ((rc = check_lease(l, "renew", &lease_ms)) || (rc = check_autocommit(l, "renew")))
         return rc;
     int64_t sent = rowlock__now_us();
-    rc = l->ops->renew(l, lease_ms);
+    /* A renewal under another server identity or epoch than the grant's
+     * is refused: the lock is lost (epoch.c). So is one that reached a new
+     * session of another server (checked after it: the renewal then extended
+     * a row nobody will honour, and the loss is reported all the same). */
+    rc = rowlock__epoch_renew_check(l, "renew", lease_ms);
+    if (rc == 0) {
+        uint64_t gen = l->client->session_gen;
+        rc = l->ops->renew(l, lease_ms);
+        if (rc == 0 && l->client->session_gen != gen)
+            rc = rowlock__epoch_renew_check(l, "renew", lease_ms);
+    }
     if (rc == 0) {
         ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_DEBUG, RENEWED, RL_EVX(.elapsed_us = rowlock__now_us() - sent),
                           "%s (%s): token %llu, lease %lld ms (%s)", l->shown, l->ops->name,

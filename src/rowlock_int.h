@@ -45,6 +45,9 @@
  *   fence.c      rowlock_fence(): a lease lock's grant checked by a write in
  *                the application's own transaction, on its connection (its
  *                opening comment is the design)
+ *   epoch.c      failover-safe leases on a primary-replica pair: the server
+ *                identity, epoch, longest lease and token floor of a table
+ *                (<table>_epoch), checked before grants and renewals [epoch.h]
  *
  * Calls flow one way, down this list of layers:
  *   keeper.c -> client.c -> lock.c (wrappers) -> strategy_*.c -> holders.c
@@ -92,5 +95,6 @@
 #include "lease.h"
 #include "lease_rule.h"
 #include "holders.h"
+#include "epoch.h"
 
 #endif

@@ -62,7 +62,7 @@ static int trait_value(const server_traits *t, const char *name)
 
 ROWLOCK_EXTERN int rowlock_schema_version_expected(void)
 {
-    return rowlock__migration_count;
+    return rowlock__migration_latest;
 }
 
 static int read_version(rowlock_client *c, const char *sql, int *found)
@@ -97,7 +97,7 @@ int rowlock__schema_check(rowlock_client *c)
     int rc = rowlock_schema_version(c, &found);
     if (rc)
         return rc;
-    int expected = rowlock__migration_count;
+    int expected = rowlock__migration_latest;
     if (found < expected) {
         int causal = 0;
         rowlock__errsave keep;
@@ -226,6 +226,7 @@ static const struct promise {
     { 5, P_COLUMN, "", "fences", "column" },
     { 5, P_COLUMN, "_hold", "fences", "column" },
     { 5, P_ROUTINE, "_fence", "PROCEDURE", "fence procedure" },
+    { 6, P_OBJECT, "_epoch", "BASE TABLE", "failover epoch table" },
 };
 static const char SQL_HAS_OBJECT[] =
     "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
@@ -305,8 +306,8 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
         if (from)
             *from = found;
         if (to)
-            *to = found > rowlock__migration_count ? found : rowlock__migration_count;
-        if (found > rowlock__migration_count)
+            *to = found > rowlock__migration_latest ? found : rowlock__migration_latest;
+        if (found > rowlock__migration_latest)
             return rowlock__schema_check(c);
         char missing[ROWLOCK__ERRMSG_MAX / 2];
         int n = 0, floor_missing = 0;
@@ -335,15 +336,19 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
         goto out;
     if (from)
         *from = found;
-    if (found > rowlock__migration_count) {
+    if (found > rowlock__migration_latest) {
         rc = rowlock__schema_check(c);
         goto out;
     }
     server_traits traits = { 0 };
-    if (found < rowlock__migration_count && (rc = read_traits(c, &traits)))
+    if (found < rowlock__migration_latest && (rc = read_traits(c, &traits)))
         goto out;
-    for (int i = found; i < rowlock__migration_count; i++) {
+    /* In order, every file numbered above the recorded version (numbers
+     * grow but may have gaps: cmake/embed_sql.cmake). */
+    for (int i = 0; i < rowlock__migration_count; i++) {
         const rowlock__migration *m = &rowlock__migrations[i];
+        if (m->number <= found)
+            continue;
         if ((rc = apply_file(c, m, &traits)))
             goto out;
         rowlock__param pv[2] = { RL_STR(c->table, strlen(c->table)), RL_I64(m->number) };
@@ -364,7 +369,7 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
         if (n > 0) {
             if ((rc = read_traits(c, &traits)))
                 goto out;
-            for (int i = 0; i < found && i < rowlock__migration_count; i++)
+            for (int i = 0; i < rowlock__migration_count && rowlock__migrations[i].number <= found; i++)
                 if ((rc = apply_file(c, &rowlock__migrations[i], &traits)))
                     goto out;
             if (floor_missing &&

@@ -13,7 +13,8 @@ typedef struct rowlock__migration {
     const char *sql;
 } rowlock__migration;
 extern const rowlock__migration rowlock__migrations[];
-extern const int rowlock__migration_count;
+extern const int rowlock__migration_count;  /* files embedded */
+extern const int rowlock__migration_latest; /* the highest number: the expected version */
 int rowlock__schema_check(rowlock_client *c);
 
 #endif /* ROWLOCK_SCHEMA_H */

@@ -135,7 +135,7 @@ static int ends_with_ci(const char *s, size_t n, const char *suffix)
 /* rowlock's own objects beside every lock table <t>: its token sequence,
  * waiter queue, token floor and holders table (sql/0001-0004). One list for
  * the check and for the message that explains a refusal. */
-static const char *const table_suffixes[] = { "_token", "_queue", "_floor", "_hold", "_fence" };
+static const char *const table_suffixes[] = { "_token", "_queue", "_floor", "_hold", "_fence", "_epoch" };
 #define NSUFFIXES (sizeof table_suffixes / sizeof table_suffixes[0])
 
 int rowlock__table_name_check(const char *t)

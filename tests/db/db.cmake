@@ -78,6 +78,15 @@ set_property(TEST db_inject_env APPEND PROPERTY ENVIRONMENT "ROWLOCK_FAULTS=clai
 # private-server lock; without it, -j2 let one drop the other's table).
 set_tests_properties(db_inject db_inject_env PROPERTIES RESOURCE_LOCK test_inject_tables)
 
+# The failover epoch (src/epoch.c) on one server, per strategy: a failover
+# simulated by editing the `<table>_epoch` row.
+rowlock_db_program(test_epoch ${_db}/test_epoch.c)
+foreach(s ${ROWLOCK_TEST_STRATEGIES})
+  string(REPLACE "-" "_" sid ${s})
+  add_test(NAME db_epoch_${sid} COMMAND test_epoch ${s})
+  rowlock_db_test(db_epoch_${sid} TIMEOUT 300)
+endforeach()
+
 rowlock_db_program(test_mixed ${_db}/test_mixed.c)
 add_test(NAME db_mixed COMMAND test_mixed)
 rowlock_db_test(db_mixed TIMEOUT 300)

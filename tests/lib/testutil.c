@@ -341,6 +341,7 @@ void tu_table_fresh(const char *defaults_file, const char *table)
     assert_int_equal(tu_sql(defaults_file, 0, "DROP SEQUENCE IF EXISTS `%s_token`", table), 0);
     assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s_queue`", table), 0);
     assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s_hold`", table), 0);
+    assert_int_equal(tu_sql(defaults_file, 0, "DROP TABLE IF EXISTS `%s_epoch`", table), 0);
     unsigned int e = tu_sql(defaults_file, 1146, "DELETE FROM rowlock_schema WHERE lock_table = '%s'", table);
     assert_true(e == 0 || e == 1146);
 

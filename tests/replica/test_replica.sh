@@ -7,10 +7,14 @@
 # primary,replica reaches the promoted server and runs its COMMAND.  With
 # semisync, the primary runs semi-synchronous and the replica acknowledges.
 #
-# This checks the tool, not failover safety: a lock the replica missed is
-# granted again on the promoted server today (issue 29 item 1).  Times from
-# the kill to the end of promote and to the first grant on the promoted
-# server are printed as "# " lines.
+# Failover safety (src/epoch.c): `rowlock run` holders of A (replicated)
+# and C (granted after the replica's SQL thread was paused: lost in the
+# promotion) on the host list, waiters for A, C and D queued during the
+# failover; the history of critical sections shows no double grant and
+# growing tokens, both old holders exit 75 before a new holder starts, and
+# the promoted server took over the table's epoch row.  Times from the kill
+# to the end of promote and to the first grant on the promoted server are
+# printed as "# " lines.
 #
 # Environment (set by tests/replica/replica.cmake): ROWLOCK_BIN_DIR, ROWLOCK_REPLICA
 # (the script), ROWLOCK_REPLICA_DIR.  Own lock table (replica_locks).
@@ -121,12 +125,42 @@ out=$("$RL" --defaults-file="$BOTH" --table=$T run -n via-list echo ran 2>&1)
 [[ $? == 0 && $out == ran ]] && pass "run with the host list primary,replica runs COMMAND (on the primary)" ||
     fail "run with the host list primary,replica runs COMMAND (on the primary)" "$out"
 
+# ---- the failover epoch: a short max lease for this table ---------------------------
+# Grants after a promotion wait one max lease (src/epoch.c); 3 s keeps the
+# test short. Set on the primary, it replicates like the rest of the row.
+MAXL=3000
+out=$(mariadb --defaults-file="$PRI" -N -B -e "UPDATE ${T}_epoch SET max_lease_ms = $MAXL WHERE id = 1" 2>&1)
+check_exit "max_lease_ms = $MAXL on the primary" 0 $? "$out"
+"$RP" sync "$D" >/dev/null 2>&1
+out=$("$RL" --defaults-file="$PRI" --table=$T run -n -l 4 too-long true 2>&1)
+rc=$?
+[[ $rc != 0 && $out == *"over the longest lease"* ]] && pass "a lease over the table's max lease is refused" ||
+    fail "a lease over the table's max lease is refused" "exit $rc" "$out"
+
+# History of critical sections ($W/hist), one line per event:
+#   NAME start EPOCH_SECONDS TOKEN   written by COMMAND when it starts (the grant is in hand)
+#   NAME exit EPOCH_SECONDS RC       written when its `rowlock run` has exited (COMMAND is gone)
+# A holder: `rowlock run` on the host list primary,replica (so its keeper
+# reconnects to the replica, and to the promoted server), COMMAND sleeping
+# SLEEP seconds. Sets HOLD_PID (the subshell's).
+hist=$W/hist
+: >"$hist"
+holder() { # NAME WAIT SLEEP OUTFILE
+    (
+        "$RL" --defaults-file="$BOTH" --table=$T run -w "$2" -l 3 "$1" \
+            sh -c 'echo "$ROWLOCK_NAME start $(date +%s.%N) $ROWLOCK_TOKEN" >>"$0"; sleep "$1"' "$hist" "$3" >"$4" 2>&1
+        rc=$?
+        echo "$1 exit $(date +%s.%N) $rc" >>"$hist"
+        exit $rc
+    ) &
+    HOLD_PID=$!
+}
+started() { grep -q "^$1 start " "$hist"; }
+
 # ---- a grant on the primary replicates ------------------------------------------
-# A long lease: A's row must still be held on the promoted server, seconds
-# after its last renewal that replicated.
-hold A 60 "$W/A.out"
+holder A 0 120 "$W/A.out"
 HOLDER[A]=$HOLD_PID
-wait_for 10 status_on "$PRI" A
+wait_for 10 started A
 check_exit "lock A granted on the primary" 0 $? "$(cat "$W/A.out")"
 "$RP" sync "$D" >/dev/null 2>&1
 tp=$("$RL" --defaults-file="$PRI" --table=$T status --json A 2>/dev/null | sed -n 's/.*"token":\([0-9]*\).*/\1/p')
@@ -137,9 +171,9 @@ tr=$("$RL" --defaults-file="$REP" --table=$T status --json A 2>/dev/null | sed -
 # ---- the replica misses a later grant ---------------------------------------------
 out=$("$RP" replica-pause-sql "$D" 2>&1)
 check_exit "replica-pause-sql" 0 $? "$out"
-hold C 4 "$W/C.out"
+holder C 0 120 "$W/C.out"
 HOLDER[C]=$HOLD_PID
-wait_for 10 status_on "$PRI" C
+wait_for 10 started C
 check_exit "lock C granted on the primary" 0 $? "$(cat "$W/C.out")"
 out=$("$RP" sync --received --timeout 10 "$D" 2>&1)
 check_exit "sync --received: the replica received C's grant" 0 $? "$out"
@@ -148,17 +182,21 @@ check_exit "sync: ... but does not apply it (times out)" 1 $? "$out"
 status_on "$REP" C
 check_exit "lock C is not held on the paused replica" 1 $?
 
-# ---- primary-kill, a waiter on the host list, promote ------------------------------
+# ---- primary-kill, waiters on the host list, promote ------------------------------
 t_kill=$(now)
 out=$("$RP" primary-kill "$D" 2>&1)
 check_exit "primary-kill" 0 $? "$out"
 out=$("$RP" status "$D" 2>&1)
 [[ $? == 1 && $out == *"primary not running"* ]] && pass "status: the primary is down (exit 1)" ||
     fail "status: the primary is down (exit 1)" "$out"
-# Waits on the read-only replica (1290 is transient) until the promotion.
-"$RL" --defaults-file="$BOTH" --table=$T run -w 60 D sh -c 'date +%s.%N >"$1"' sh "$W/D.t" >"$W/D.out" 2>&1 &
-wpid=$!
-sleep 0.5
+# Waiters for A, C and a new name D: they wait on the read-only replica
+# (1290 is transient) until the promotion, then for the failover epoch.
+holder A 60 1 "$W/A2.out"
+w_a=$HOLD_PID
+holder C 60 1 "$W/C2.out"
+w_c=$HOLD_PID
+holder D 60 1 "$W/D.out"
+w_d=$HOLD_PID
 out=$("$RP" promote "$D" 2>&1)
 rc=$?
 t_prom=$(now)
@@ -171,19 +209,46 @@ out=$("$RP" status "$D" 2>&1)
     pass "status: the replica is the primary (writable, replicating from nobody)" ||
     fail "status: the replica is the primary (writable, replicating from nobody)" "$out"
 
-wait "$wpid"
-rc=$?
-check_exit "the waiter on the host list is granted on the promoted server and runs COMMAND" 0 $rc "$(cat "$W/D.out")"
-# (The grant can come before promote returns: it follows read_only=OFF.)
-[[ -s $W/D.t ]] && printf '# from primary-kill to the first grant on the promoted server (a waiter on the host list): %s s\n' \
-    "$(secs "$t_kill" "$(cat "$W/D.t")")"
-out=$("$RL" --defaults-file="$BOTH" --table=$T run -n -w 0 after echo ran 2>&1)
+for n in A C D; do
+    v=w_${n,,}
+    wait "${!v}"
+    check_exit "the waiter for $n on the host list is granted on the promoted server" 0 $? "$(cat "$W/${n}2.out" "$W/$n.out" 2>/dev/null)"
+done
+for n in A C; do
+    if wait_for 15 ended "${HOLDER[$n]}"; then
+        wait "${HOLDER[$n]}"
+        check_exit "the old holder of $n (rowlock run on the killed primary) lost it: exit 75" 75 $? "$(cat "$W/$n.out")"
+    else
+        fail "the old holder of $n (rowlock run on the killed primary) lost it: exit 75" "still running"
+    fi
+done
+first=$(awk '$2 == "start" && $3 > t { print $3 }' t="$t_kill" "$hist" | sort -n | head -1)
+[[ -n $first ]] && printf '# from the end of promote to the first grant on the promoted server (max lease %s ms): %s s\n' \
+    "$MAXL" "$(secs "$t_prom" "$first")"
+[[ -n $first ]] && printf '# from primary-kill to the first grant on the promoted server: %s s\n' "$(secs "$t_kill" "$first")"
+
+# The history: per name, no critical section starts before the one before it
+# has ended (its `rowlock run` exited), and tokens only grow.
+problems=$(awk '
+    $2 == "start" { s[$1, ++n[$1]] = $3; tok[$1, n[$1]] = $4 }
+    $2 == "exit"  { e[$1, ++m[$1]] = $3 }
+    END {
+        for (k in n) for (i = 2; i <= n[k]; i++) {
+            if (!((k, i - 1) in e)) { print k ": section " i " started while section " i - 1 " never ended"; continue }
+            if (s[k, i] <= e[k, i - 1]) printf "%s: double grant: section %d started at %s, section %d ended at %s\n", k, i, s[k, i], i - 1, e[k, i - 1]
+            if (tok[k, i] + 0 <= tok[k, i - 1] + 0) printf "%s: token %s after %s\n", k, tok[k, i], tok[k, i - 1]
+        }
+    }' "$hist")
+[[ -z $problems ]] && pass "history: no double grant across the failover, tokens grow (A, C: old and new holders)" ||
+    fail "history: no double grant across the failover, tokens grow" "$problems" "$(cat "$hist")"
+[[ $(grep -c " start " "$hist") == 5 ]] && pass "history: five critical sections (A, C on each server, D)" ||
+    fail "history: five critical sections" "$(cat "$hist")"
+out=$("$RL" --defaults-file="$BOTH" --table=$T run -n -l 3 after echo ran 2>&1)
 [[ $? == 0 && $out == ran ]] && pass "run -n with the host list reaches the promoted server and runs COMMAND" ||
     fail "run -n with the host list reaches the promoted server and runs COMMAND" "$out"
-status_on "$REP" A
-check_exit "the promoted server has lock A (replicated before the pause)" 0 $?
-status_on "$REP" C
-check_exit "the promoted server lacks lock C (received, not applied: discarded)" 1 $?
+out=$(mariadb --defaults-file="$REP" -N -B -e "SELECT epoch, server = CONCAT(@@server_id, '/', @@server_uid) FROM ${T}_epoch" 2>&1)
+[[ $out == $'1\t1' ]] && pass "the promoted server took over the epoch row (epoch 1, its identity)" ||
+    fail "the promoted server took over the epoch row (epoch 1, its identity)" "$out"
 
 # ---- the old primary comes back read-only -------------------------------------------
 out=$("$RP" primary-start "$D" 2>&1)
@@ -192,12 +257,4 @@ out=$("$RP" status "$D" 2>&1)
 [[ $? == 0 && $out == *"primary running "*" role old-primary read_only ON "* ]] &&
     pass "status: the old primary is back, read-only" || fail "status: the old primary is back, read-only" "$out"
 
-# The old holder of C lost its server; how it ended is issue 29 item 1's to
-# judge (for information only). A's (60 s lease) is left to the cleanup.
-if wait_for 15 ended "${HOLDER[C]}"; then
-    wait "${HOLDER[C]}"
-    printf '# old holder of C on the killed primary: exit %s\n' "$?"
-else
-    printf '# old holder of C on the killed primary: still running 15 s after the promotion\n'
-fi
 finish

@@ -387,7 +387,7 @@ static void test_table_name_check__refuses_rowlocks_own_objects(void **state)
 {
     (void)state;
     const char *bad[] = { "rowlock_schema", "Rowlock_Schema", "locks_queue", "locks_token", "x_QUEUE", "_token", "locks_floor", "X_Floor",
-                          "locks_hold", "x_HOLD", "locks_fence", "x_Fence" };
+                          "locks_hold", "x_HOLD", "locks_fence", "x_Fence", "locks_epoch" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (rowlock__table_name_check(bad[i]) != ROWLOCK__TABLE_RESERVED)
             fail_msg("table name \"%s\" was not refused as reserved", bad[i]);
@@ -402,10 +402,10 @@ static void test_table_name_check__the_message_lists_exactly_what_is_refused(voi
 {
     (void)state;
     char text[100], t[80];
-    const char *created[] = { "_token", "_queue", "_floor", "_hold", "_fence" }; /* {{table}}_... in sql/ */
+    const char *created[] = { "_token", "_queue", "_floor", "_hold", "_fence", "_epoch" }; /* {{table}}_... in sql/ */
     const char *p = rowlock__table_reserved_text(text, sizeof text);
     size_t named = 0;
-    assert_string_equal(text, "rowlock_schema and names ending in _token, _queue, _floor, _hold or _fence");
+    assert_string_equal(text, "rowlock_schema and names ending in _token, _queue, _floor, _hold, _fence or _epoch");
     assert_ptr_equal(p, text);
     for (p = strstr(text, " in ") + 4; *p; named++) {
         size_t n = strcspn(p, ", ");
