@@ -51,7 +51,7 @@ static const char *const wk_names[WK_COUNT] = {
 };
 
 #define WK_PERMITS 4
-#define WK_LEASE_MS 600000
+#define WK_LEASE_MS 60000 /* the epoch table's default longest lease */
 #define WK_WAIT_S 600
 #define WK_MAX 4096
 
