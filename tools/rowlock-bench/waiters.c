@@ -208,7 +208,7 @@ static void *waiter_main(void *arg)
             __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
         } else {
             __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
-            if (rowlock_acquire(l, 1, WK_LEASE_MS) != 0) {
+            if (rowlock_acquire(l, (int64_t)WK_WAIT_S * 1000, WK_LEASE_MS) != 0) {
                 fprintf(stderr, "%s: %s waiter: %s\n", PROG, wk_names[j->kind], rowlock_client_errmsg(c));
                 s->failed = 1;
             } else {
