@@ -152,9 +152,8 @@ extern "C" {
  *                           (or, for options, newer than the library: see
  *                           Versioned structs), a bad option or option file;
  *                       (b) an object in the wrong state for the call:
- *                           release/renew of a handle that holds nothing, an
- *                           exclusive acquire by a client that holds the name
- *                           shared (no upgrade), a client not connected, a lock
+ *                           release/renew of a handle that holds nothing,
+ *                           a client not connected, a lock
  *                           handle whose client was freed (and a NULL client
  *                           or handle: these two leave no message, there is no
  *                           client to keep it);
@@ -189,6 +188,12 @@ extern "C" {
  *                       force-released or purged), so the transaction must not
  *                       commit. (The SQL form, CALL `<table>_fence`, says
  *                       SQLSTATE 'RLF01' instead.)
+ *  ROWLOCK_EUPGRADE     Release the shared hold first (or downgrade instead
+ *                       of upgrading): an exclusive acquire by a client that
+ *                       holds the name shared is refused at once, never
+ *                       waited on: two readers upgrading would each wait for
+ *                       the other's shared hold to end, for ever. Nothing was
+ *                       changed; the shared hold stays.
  */
 #define ROWLOCK_ERRNO_MAP(X)                                                    \
     X(ROWLOCK_OK, 0, "success")                                                 \
@@ -199,7 +204,8 @@ extern "C" {
     X(ROWLOCK_ESCHEMA, -5, "lock table schema is missing or outdated")          \
     X(ROWLOCK_EUNSUPPORTED, -6, "not supported by this strategy or server")     \
     X(ROWLOCK_ENOMEM, -7, "out of memory")                                      \
-    X(ROWLOCK_EFENCED, -8, "the grant is no longer current: roll the transaction back")
+    X(ROWLOCK_EFENCED, -8, "the grant is no longer current: roll the transaction back") \
+    X(ROWLOCK_EUPGRADE, -9, "no upgrade: this client holds the name shared")
 
 typedef enum rowlock_error {
 #define ROWLOCK_ERROR_ENUM_(name, value, msg) name = value,

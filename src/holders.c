@@ -362,7 +362,7 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
         if (mine->mode == ROWLOCK_MODE_SHARED && l->mode == ROWLOCK_MODE_EXCLUSIVE) {
             rollback(c);
             free(e.v);
-            return rowlock__fail(c, ROWLOCK_EINVALID,
+            return rowlock__fail(c, ROWLOCK_EUPGRADE,
                                  "acquire %s (insert, exclusive): this client holds it shared; release it first "
                                  "(no upgrade from shared to exclusive)",
                                  l->shown);

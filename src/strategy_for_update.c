@@ -177,7 +177,7 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
     if (f->count > 0) {
         if (strcmp(f->name, l->name) == 0) {
             if (f->mode == ROWLOCK_MODE_SHARED && l->mode == ROWLOCK_MODE_EXCLUSIVE)
-                return rowlock__fail(c, ROWLOCK_EINVALID,
+                return rowlock__fail(c, ROWLOCK_EUPGRADE,
                                      "acquire %s (for-update, exclusive): this client holds it shared; release it "
                                      "first (no upgrade from shared to exclusive)",
                                      l->shown);

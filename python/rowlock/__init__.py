@@ -35,7 +35,7 @@ from collections import namedtuple
 
 __all__ = [
     "Client", "Lock", "KeepInfo", "Error", "Busy", "NotOwner", "InvalidArgument",
-    "WrongThread", "DatabaseError", "SchemaError", "Unsupported", "OutOfMemory",
+    "WrongThread", "DatabaseError", "SchemaError", "Unsupported", "OutOfMemory", "Fenced", "NoUpgrade",
     "library_version", "error_name",
 ]
 
@@ -234,6 +234,7 @@ _library_init()
 # ---------------------------------------------------------------------------
 
 EBUSY, ENOTOWNER, EINVALID, EDB, ESCHEMA, EUNSUPPORTED, ENOMEM = -1, -2, -3, -4, -5, -6, -7
+EFENCED, EUPGRADE = -8, -9
 
 
 class Error(Exception):
@@ -289,8 +290,19 @@ class OutOfMemory(Error, MemoryError):
     """ROWLOCK_ENOMEM."""
 
 
+class Fenced(Error):
+    """ROWLOCK_EFENCED: the grant is no longer the current one (a fence
+    failed): roll the application's transaction back."""
+
+
+class NoUpgrade(Error):
+    """ROWLOCK_EUPGRADE: an exclusive acquire by a client that holds the name
+    shared (refused at once: release the shared hold first)."""
+
+
 _CLASSES = {EBUSY: Busy, ENOTOWNER: NotOwner, EINVALID: InvalidArgument, EDB: DatabaseError,
-            ESCHEMA: SchemaError, EUNSUPPORTED: Unsupported, ENOMEM: OutOfMemory}
+            ESCHEMA: SchemaError, EUNSUPPORTED: Unsupported, ENOMEM: OutOfMemory,
+            EFENCED: Fenced, EUPGRADE: NoUpgrade}
 
 
 def _decode(b):

@@ -89,6 +89,7 @@ static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
         { ROWLOCK_EUNSUPPORTED, "ROWLOCK_EUNSUPPORTED" },
         { ROWLOCK_ENOMEM, "ROWLOCK_ENOMEM" },
         { ROWLOCK_EFENCED, "ROWLOCK_EFENCED" },
+        { ROWLOCK_EUPGRADE, "ROWLOCK_EUPGRADE" },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         assert_string_equal(rowlock_error_name(t[i].code), t[i].name);
@@ -98,9 +99,9 @@ static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
             assert_string_not_equal(rowlock_strerror(t[i].code), rowlock_strerror(t[j].code));
     }
     assert_string_equal(rowlock_strerror(ROWLOCK_EBUSY), "lock is held by another owner");
-    assert_string_equal(rowlock_strerror(-9), "unknown error");
+    assert_string_equal(rowlock_strerror(-10), "unknown error");
     assert_string_equal(rowlock_strerror(5), "unknown error");
-    assert_string_equal(rowlock_error_name(-9), "ROWLOCK_EUNKNOWN");
+    assert_string_equal(rowlock_error_name(-10), "ROWLOCK_EUNKNOWN");
     assert_string_equal(rowlock_error_name(5), "ROWLOCK_EUNKNOWN");
     assert_string_equal(rowlock_version(), ROWLOCK_VERSION_STRING);
 }

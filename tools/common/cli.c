@@ -285,7 +285,7 @@ int cli_exit_for(int code)
 {
     if (code == ROWLOCK_EUNSUPPORTED)
         return CLI_EX_CONFIG; /* e.g. for-update on a Galera node: the database is fine */
-    return code == ROWLOCK_EINVALID ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
+    return code == ROWLOCK_EINVALID || code == ROWLOCK_EUPGRADE ? CLI_EX_USAGE : CLI_EX_UNAVAILABLE;
 }
 
 /* Print msg with newlines/control characters flattened to spaces (one line). */
