@@ -144,4 +144,13 @@ if(ROWLOCK_PYTHON3 AND NOT ROWLOCK_SANITIZE AND NOT ROWLOCK_FUZZ)
 elseif(NOT ROWLOCK_PYTHON3)
   message(WARNING "rowlock: python3 not found, the Python binding's test (db_python) is not added")
 endif()
+# Several names at once (rowlock_acquire_many), once per strategy.
+rowlock_db_program(test_many ${_db}/test_many.c)
+foreach(s ${ROWLOCK_TEST_STRATEGIES})
+  string(REPLACE "-" "_" sid ${s})
+  add_test(NAME db_many_${sid} COMMAND test_many ${s})
+  rowlock_db_test(db_many_${sid} TIMEOUT 600)
+endforeach()
+
 unset(_db)
+
