@@ -286,9 +286,12 @@ ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, in
                       "%s (%zu names, %s is name %zu in name order): %s; %zu of the %zu names this call acquired "
                       "could not be released: they end with their leases",
                       what, n, culprit->l->shown, (size_t)(culprit - v) + 1, orig, undone_failed, granted);
-    else
+    else if (granted > 0)
         rowlock__fail(fc, rc, "%s (%zu names, %s is name %zu in name order): %s; released the %zu acquired before it",
                       what, n, culprit->l->shown, (size_t)(culprit - v) + 1, orig, granted);
+    else
+        rowlock__fail(fc, rc, "%s (%zu names, %s is name %zu in name order): %s; nothing was acquired before it",
+                      what, n, culprit->l->shown, (size_t)(culprit - v) + 1, orig);
     if (failed)
         *failed = culprit->idx;
     free(v);
