@@ -68,7 +68,7 @@ _rowlock_value()
 # _rowlock_valued OPTION: is OPTION one that takes a separate value?
 _rowlock_valued()
 {
-    case " $_rowlock_conn_valued -S --strategy --permits -w --wait --timeout -l --lease -E --conflict-exit-code -k --kill-after --owner --pid --grace --batch --pause --max-seconds --metrics-file " in
+    case " $_rowlock_conn_valued -S --strategy -N --name --permits -w --wait --timeout -l --lease -E --conflict-exit-code -k --kill-after --owner --pid --grace --batch --pause --max-seconds --metrics-file " in
     *" $1 "*) return 0 ;;
     esac
     return 1
@@ -184,7 +184,7 @@ _rowlock()
         ;;
     run)
         if [[ $cur == -* ]]; then
-            _rowlock_add "$cur" --shared --exclusive --permits --strategy --nonblock --nb --wait \
+            _rowlock_add "$cur" --shared --exclusive --permits --strategy --name --nonblock --nb --wait \
                 --timeout --lease --conflict-exit-code --kill-after --command --close --no-fork --verbose \
                 --version --help $_rowlock_conn_opts
         else
@@ -193,7 +193,7 @@ _rowlock()
         ;;
     lock)
         if [[ $cur == -* ]]; then
-            _rowlock_add "$cur" --shared --exclusive --permits --strategy --nonblock --wait \
+            _rowlock_add "$cur" --shared --exclusive --permits --strategy --name --nonblock --wait \
                 --lease --conflict-exit-code --pid --verbose --json --help $_rowlock_conn_opts
         elif ((!name_done)); then
             _rowlock_names "$cur"

@@ -32,7 +32,8 @@
  *    (as pthread_mutex_lock does), and a group would only repeat what the
  *    handle argument says (rowlock_fence joined them in 0.2.0: it is the
  *    call a holder writes between acquire and release, in every transaction
- *    it makes under the lock); and the four calls about no object at all keep
+ *    it makes under the lock; rowlock_acquire_many and rowlock_release_many
+ *    are the same two verbs on a set of handles, and are named so); and the four calls about no object at all keep
  *    the short names of what they mirror: rowlock_version, rowlock_strerror
  *    (strerror(3)), rowlock_escape, rowlock_monotonic_us. A call's option,
  *    result and flag names drop the group (rowlock_admin_reap takes
@@ -616,7 +617,7 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t le
  * yet, and are granted in the order they come back).
  *
  * There is no upgrade: an exclusive acquire by a client that holds the
- * name shared is refused with ROWLOCK_EINVALID (two readers that both
+ * name shared is refused with ROWLOCK_EUPGRADE (two readers that both
  * waited to upgrade would wait for each other for ever); release the
  * shared hold and acquire exclusive, then check again what was read.
  *
@@ -638,6 +639,73 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t le
  * 5 s while woken readers pass the wake lock along).
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_downgrade(rowlock_lock *l);
+ * Acquire several locks at once, all or none (a multi-lock): `locks` are n
+ * handles made with rowlock_lock_new(), each with its own name, strategy and
+ * mode, on one client or several. Each becomes an ordinary grant of its
+ * handle: its own lease, token (rowlock_lock_token()), hold count, keeper
+ * (rowlock_keep() on a handle works as for rowlock_acquire) and release.
+ *
+ * No deadlock: the names are taken in one global order, by name bytes
+ * (strcmp), then by lock table, whatever the order of the array; two callers
+ * whose sets overlap cannot wait for each other in a cycle, as long as they
+ * hold no other names while they wait. One deadline: wait_ms is the budget
+ * of the whole call (0: each name is tried once; ROWLOCK_WAIT_FOREVER). While
+ * it waits for a name it renews the names it already holds (every third of
+ * the lease), and before it returns it renews a name granted more than a
+ * tenth of the lease ago: each name has at least nine tenths of lease_ms
+ * left at return.
+ *
+ * Re-entrant per name, as rowlock_acquire: a handle that already holds its
+ * lock (or another handle of the same client holds the name) counts one more
+ * hold. Each name must appear once per set: two handles of one name in one
+ * lock table are refused (ROWLOCK_EINVALID), even on different clients
+ * (which would wait for each other).
+ *
+ * All or none: when a name cannot be had, the names this call acquired are
+ * released (one release each, newest first) before it returns. A release
+ * that fails (the server unreachable) is not retried: that handle then
+ * counts no hold for it (rowlock_lock_held() 0, the keeper forgets it) and
+ * the server ends the grant with its lease; the message says so.
+ *
+ * for-update: a for-update lock is a transaction on its client's
+ * connection, so a for-update handle must be the only handle of the set on
+ * its client (give each for-update name a client of its own).
+ *
+ * @param locks    n handles (the array is not changed or reordered).
+ * @param n        0: nothing to do, returns 0.
+ * @param wait_ms, lease_ms  as for rowlock_acquire (the lease of each name).
+ * @param failed   if not NULL: on failure the index in `locks` of the handle
+ *                 whose failure is returned (its client holds the message,
+ *                 which names the set); n on success.
+ * @return 0 (all held); on failure nothing of this call is held and:
+ *   ROWLOCK_EBUSY        a name is held by another owner (at the deadline);
+ *   ROWLOCK_EINVALID     a NULL or orphaned handle, a name twice, bad
+ *                        wait/lease, or what rowlock_acquire refuses;
+ *   ROWLOCK_EUNSUPPORTED a for-update handle shares its client with another
+ *                        handle of the set; or what rowlock_acquire refuses;
+ *   ROWLOCK_ENOTOWNER    a name acquired by this call was lost while it
+ *                        waited for another (force-released, or a lease far
+ *                        shorter than the round trips);
+ *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
+ * Blocks at most wait_ms plus the round trips of n acquires (uncontended: n
+ * round trips, one per name, as rowlock_acquire), plus one renew per held
+ * name every third of the lease while waiting, plus n releases on failure.
+ */
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms,
+                                                            int64_t lease_ms, size_t *failed);
+
+/**
+ * Release one acquisition of each of n handles (what rowlock_acquire_many
+ * granted), in reverse name order. Every handle is released even when one
+ * fails; the first failure is returned and its client keeps the message.
+ * @param failed  if not NULL: the index in `locks` of that handle; n when
+ *                all were released.
+ * @return 0; or the first failure, as rowlock_release (ROWLOCK_ENOTOWNER a
+ *   lock was lost, ROWLOCK_EINVALID a handle holds nothing or is NULL or
+ *   named twice, ROWLOCK_EDB).
+ * One round trip per handle (as rowlock_release).
+ */
+ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release_many(rowlock_lock *const *locks, size_t n, size_t *failed);
 
 /** The fencing token of this handle's current grant, 0 if it holds nothing.
  *  Tokens are strictly increasing per name across releases, expiry

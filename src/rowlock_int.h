@@ -23,6 +23,9 @@
  *   schema.c     migrations and the schema-version check [schema.h]
  *   lock.c       rowlock_lock_* and the thin wrappers that call strategies;
  *                the keeper's shadow handles [client.h]
+ *   lock_many.c  rowlock_acquire_many / rowlock_release_many: a set of handles
+ *                granted all or none, in one global order, through lock.c's
+ *                public calls only
  *   keeper.c     the lease keeper: renewer and watcher threads per client,
  *                rowlock_keep() [keeper.h]
  *   strategy.c   the one list of strategies (ROWLOCK__STRATEGY_LIST), names,

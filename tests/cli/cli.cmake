@@ -52,6 +52,14 @@ if(TARGET tool_rowlock)
   set_property(TEST cli_downgrade APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
 endif()
 
+# Several names at once (tests/cli/test_many.sh): run -N A -N B, lock -N,
+# unlock releases all, one lost name loses the run, no deadlock.
+if(TARGET tool_rowlock)
+  add_test(NAME cli_many COMMAND bash ${_cli}/test_many.sh)
+  rowlock_db_test(cli_many TIMEOUT 300)
+  set_property(TEST cli_many APPEND PROPERTY ENVIRONMENT "ROWLOCK_BIN_DIR=$<TARGET_FILE_DIR:tool_rowlock>")
+endif()
+
 # What a local attacker or an unusual shell must not get (tests/cli/test_trust.sh):
 # option files others can write, a forged answer on unlock's
 # socket, a lock given up under eval "$(... | cat)", a false busy for run -n.

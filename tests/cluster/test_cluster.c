@@ -265,6 +265,128 @@ static void test_mutex__optimistic_workers_on_three_nodes_never_overlap(void **s
     mutual_exclusion(ROWLOCK_STRATEGY_OPTIMISTIC, 8);
 }
 
+/* ---- several names at once (rowlock_acquire_many) across nodes ----------------------------- */
+
+#define SET_NAMES 4
+#define SET_MAX_GRANTS 1500
+
+typedef struct set_history {
+    int64_t until_us;
+    volatile long counter[SET_NAMES]; /* incremented non-atomically inside the locks */
+    int n[SET_NAMES];                 /* grants logged per name (atomic add) */
+    int sets;                         /* sets granted (atomic add) */
+    int busy;                         /* sets not granted within their wait (atomic add) */
+    int errors;
+    char first_error[512];
+    grant g[SET_NAMES][SET_MAX_GRANTS];
+} set_history;
+
+/* Two workers per node; each round takes 2 or 3 of the names, in a random
+ * order, all or none, works on each (read, wait, write its counter) and
+ * releases them. */
+static int set_worker(void *arg, int idx)
+{
+    set_history *h = arg;
+    int node = idx % 3 + 1;
+    rowlock_client *c = tu_child_client(CNF[node], TABLE);
+    rowlock_lock *l[SET_NAMES];
+    unsigned seed = (unsigned)getpid();
+    if (c == NULL)
+        return 10;
+    for (int i = 0; i < SET_NAMES; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "set-%d", i);
+        if (rowlock_lock_new(&l[i], c, name, NULL) != 0)
+            return 11;
+    }
+    while (tu_now_us() < h->until_us) {
+        int pick[SET_NAMES], k = 2 + (int)(rand_r(&seed) % 2);
+        rowlock_lock *mine[SET_NAMES];
+        for (int i = 0; i < SET_NAMES; i++)
+            pick[i] = i;
+        for (int i = SET_NAMES - 1; i > 0; i--) {
+            int j = (int)(rand_r(&seed) % (unsigned)(i + 1)), t = pick[i];
+            pick[i] = pick[j];
+            pick[j] = t;
+        }
+        for (int i = 0; i < k; i++)
+            mine[i] = l[pick[i]];
+        int rc = rowlock_acquire_many(mine, (size_t)k, 3000, 10000, NULL);
+        if (rc == ROWLOCK_EBUSY) {
+            __atomic_fetch_add(&h->busy, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (rc != 0) {
+            if (__atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) acquire_many: %s: %s", idx,
+                         node, rowlock_error_name(rc), rowlock_client_errmsg(c));
+            continue;
+        }
+        __atomic_fetch_add(&h->sets, 1, __ATOMIC_SEQ_CST);
+        int64_t t_in = tu_now_us();
+        for (int i = 0; i < k; i++) {
+            long v = h->counter[pick[i]];
+            usleep(300 + rand_r(&seed) % 1000);
+            h->counter[pick[i]] = v + 1;
+        }
+        int64_t t_out = tu_now_us();
+        for (int i = 0; i < k; i++) {
+            int at = __atomic_fetch_add(&h->n[pick[i]], 1, __ATOMIC_SEQ_CST);
+            if (at < SET_MAX_GRANTS)
+                h->g[pick[i]][at] = (grant){ idx, rowlock_lock_token(mine[i]), t_in, t_out };
+        }
+        rc = rowlock_release_many(mine, (size_t)k, NULL);
+        if (rc != 0 && __atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) release_many: %s: %s", idx, node,
+                     rowlock_error_name(rc), rowlock_client_errmsg(c));
+    }
+    for (int i = 0; i < SET_NAMES; i++)
+        rowlock_lock_free(l[i]);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_many__overlapping_sets_on_three_nodes_never_double_grant(void **state)
+{
+    (void)state;
+    set_history *h = tu_shm(sizeof *h);
+    const int seconds = 10;
+    h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    int status[WORKERS];
+    int failed = tu_run_children(WORKERS, set_worker, h, status, (int64_t)(seconds + 60) * 1000);
+    int bad = 0, total = 0;
+    for (int nm = 0; nm < SET_NAMES; nm++) {
+        int n = h->n[nm] < SET_MAX_GRANTS ? h->n[nm] : SET_MAX_GRANTS;
+        total += h->n[nm];
+        qsort(h->g[nm], (size_t)n, sizeof h->g[nm][0], by_t_in);
+        for (int i = 1; i < n; i++) {
+            if (h->g[nm][i].t_in < h->g[nm][i - 1].t_out) {
+                fprintf(stderr, "DOUBLE GRANT of set-%d: worker %d entered before worker %d left\n", nm,
+                        h->g[nm][i].worker, h->g[nm][i - 1].worker);
+                bad++;
+            }
+            if (h->g[nm][i].token <= h->g[nm][i - 1].token) {
+                fprintf(stderr, "TOKEN ORDER of set-%d: %llu after %llu\n", nm,
+                        (unsigned long long)h->g[nm][i].token, (unsigned long long)h->g[nm][i - 1].token);
+                bad++;
+            }
+        }
+        if (h->counter[nm] != h->n[nm]) {
+            fprintf(stderr, "LOST UPDATE of set-%d: counter %ld after %d grants\n", nm, h->counter[nm], h->n[nm]);
+            bad++;
+        }
+    }
+    fprintf(stderr, "acquire_many: %d sets (%d name grants) in %d s over 3 nodes, %d not granted within 3 s; "
+                    "violations %d\n", h->sets, total, seconds, h->busy, bad);
+    if (h->errors)
+        fprintf(stderr, "%d errors; first: %s\n", h->errors, h->first_error);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(h->errors, 0);
+    assert_true(h->sets >= 10);
+    tu_shm_free(h, sizeof *h);
+}
+
 /* ---- a node killed under a holder and waiters --------------------------------------------- */
 
 typedef struct kill_shared {
@@ -1190,6 +1312,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         CL_TEST(test_mutex__insert_workers_on_three_nodes_never_overlap),
         CL_TEST(test_mutex__optimistic_workers_on_three_nodes_never_overlap),
+        CL_TEST(test_many__overlapping_sets_on_three_nodes_never_double_grant),
         CL_TEST(test_for_update__refused_on_a_cluster_unless_single_node),
         CL_TEST(test_kill__a_node_killed_under_holder_and_waiters),
         CL_TEST(test_failover__a_host_list_skips_a_dead_node),

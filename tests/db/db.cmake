@@ -165,5 +165,13 @@ foreach(p insert optimistic)
   add_test(NAME db_fence_${p} COMMAND test_fence ${p})
   rowlock_db_test(db_fence_${p} TIMEOUT 300)
 endforeach()
+# Several names at once (rowlock_acquire_many), once per strategy.
+rowlock_db_program(test_many ${_db}/test_many.c)
+foreach(s ${ROWLOCK_TEST_STRATEGIES})
+  string(REPLACE "-" "_" sid ${s})
+  add_test(NAME db_many_${sid} COMMAND test_many ${s})
+  rowlock_db_test(db_many_${sid} TIMEOUT 600)
+endforeach()
 
 unset(_db)
+

@@ -44,7 +44,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv);
 enum {
     RL_LO_FIRST = 100,
     RL_LO_STRATEGY = RL_LO_FIRST, RL_LO_NONBLOCK, RL_LO_WAIT, RL_LO_LEASE, RL_LO_CONFLICT, RL_LO_VERBOSE,
-    RL_LO_HELP, RL_LO_SHARED, RL_LO_EXCLUSIVE, RL_LO_PERMITS
+    RL_LO_HELP, RL_LO_SHARED, RL_LO_EXCLUSIVE, RL_LO_PERMITS,
+    RL_LO_NAME /* -N/--name: one name of several (issue 28) */
 };
 /* As flock(1): -s shared, -x/-e exclusive; the strategy's short form is -S. */
 #define RL_LOCK_OPTSPECS                              \
@@ -60,7 +61,11 @@ enum {
     { "lease", 'l', 1, RL_LO_LEASE },                 \
     { "conflict-exit-code", 'E', 1, RL_LO_CONFLICT }, \
     { "verbose", 0, 0, RL_LO_VERBOSE },               \
-    { "help", 'h', 0, RL_LO_HELP }
+    { "help", 'h', 0, RL_LO_HELP },                   \
+    { "name", 'N', 1, RL_LO_NAME }
+
+/* The most names one run or lock takes with -N. */
+#define RL_NAMES_MAX 64
 
 typedef struct rl_lock_opts {
     rowlock_strategy strategy;
@@ -71,6 +76,11 @@ typedef struct rl_lock_opts {
     int conflict_code;
     int verbose;
     int nonblock;
+    /* -N/--name, repeatable: several names taken together, all or none
+     * (rowlock_acquire_many); with any, the command takes no NAME operand.
+     * Pointers into argv. */
+    const char *names[RL_NAMES_MAX];
+    size_t n_names;
 } rl_lock_opts;
 
 /* The defaults: insert, wait forever, the default lease, conflict exit 1. */
@@ -100,6 +110,12 @@ typedef struct rl_hold {
     int64_t t_try;           /* the last (granting) acquire call began */
     int64_t t_acq;           /* it returned */
     uint64_t renewals_seen;  /* for rl_hold_check's `renewed` */
+    /* Several names (-N): every handle, in the order given, all on client c;
+     * l is ls[0] and token tokens[0]. n is 1 for one name. */
+    size_t n;
+    rowlock_lock *ls[RL_NAMES_MAX];
+    uint64_t tokens[RL_NAMES_MAX];
+    uint64_t renewals_each[RL_NAMES_MAX];
 } rl_hold;
 
 void rl_hold_init(rl_hold *h);
@@ -111,6 +127,23 @@ int rl_hold_connect(rl_hold *h, cli_conn *cc, const rl_lock_opts *o);
 /* The lock handle for NAME (strategy, mode, permits of o); a refusal is
  * reported as `cmd`'s. Returns 0 or an exit status. */
 int rl_hold_new(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *name);
+/* The same for several names (n >= 1, in the order given): one client,
+ * one handle each, acquired together by rl_hold_acquire (all or none). */
+int rl_hold_new_set(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *const *names, size_t n);
+/* Give back every name held (each retried over a failover within
+ * budget_ms; names no longer held are skipped). Returns 0 or the first
+ * failure's code, its handle in *bad and the client's message about it
+ * in errmsg (cap bytes). */
+int rl_hold_release(rl_hold *h, int64_t budget_ms, rowlock_lock **bad, char *errmsg, size_t cap);
+/* Stop keeping every name (stopping never fails). */
+void rl_hold_unkeep(rl_hold *h);
+/* 1 when any name is still counted as held by its handle. */
+int rl_hold_any_held(const rl_hold *h);
+/* 1 when every name is (and there is one). */
+int rl_hold_all_held(const rl_hold *h);
+/* The names for messages, escaped: "a" for one, "a', 'b" for several (the
+ * message puts quotes around it). malloc'd, NULL when out of memory. */
+char *rl_names_shown(const char *const *names, size_t n, size_t *w);
 /* Acquire within o->wait_ms, in slices of at most 1 s; after each busy
  * slice stop(arg) is asked, and a nonzero answer ends the wait (it is left
  * in *stopped). Returns the library's code (nothing is reported). */

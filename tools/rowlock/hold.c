@@ -97,6 +97,15 @@ int rl_lock_opt(rl_lock_opts *o, const char *cmd, const char *usage, int id, con
         o->permits = (unsigned int)u;
         o->mode = ROWLOCK_MODE_SHARED;
         return 1;
+    case RL_LO_NAME:
+        if (cli_check_name(PROG, cmd, val) != 0)
+            return CLI_EX_USAGE;
+        if (o->n_names == RL_NAMES_MAX) {
+            fprintf(stderr, "%s: %s: at most %d names (-N) at once\n", PROG, cmd, RL_NAMES_MAX);
+            return CLI_EX_USAGE;
+        }
+        o->names[o->n_names++] = val;
+        return 1;
     default:
         return 0;
     }
@@ -140,16 +149,104 @@ int rl_hold_connect(rl_hold *h, cli_conn *cc, const rl_lock_opts *o)
 
 int rl_hold_new(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *name)
 {
+    return rl_hold_new_set(h, o, cmd, &name, 1);
+}
+
+int rl_hold_new_set(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char *const *names, size_t n)
+{
     rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
     int rc;
     lo.strategy = o->strategy;
     lo.mode = o->mode;
     lo.permits = o->permits;
-    rc = rowlock_lock_new(&h->l, h->c, name, &lo);
-    if (rc != 0) {
-        cli_report(PROG, cmd, h->c, rc);
-        return cli_exit_for(rc);
+    for (h->n = 0; h->n < n; h->n++) {
+        rc = rowlock_lock_new(&h->ls[h->n], h->c, names[h->n], &lo);
+        if (rc != 0) {
+            cli_report(PROG, cmd, h->c, rc);
+            return cli_exit_for(rc);
+        }
+        h->l = h->ls[0];
     }
+    return 0;
+}
+
+int rl_hold_release(rl_hold *h, int64_t budget_ms, rowlock_lock **bad, char *errmsg, size_t cap)
+{
+    int first = 0;
+    *bad = NULL;
+    if (cap > 0)
+        errmsg[0] = '\0';
+    /* Last first, as rowlock_release_many; each retried over a failover.
+     * The first failure is returned, its message copied (a later release on
+     * h->c replaces the client's). */
+    for (size_t i = h->n; i-- > 0;) {
+        if (rowlock_lock_held(h->ls[i]) == 0)
+            continue; /* nothing held (lost: the caller reports that) */
+        int rc = cli_release_retrying(h->ls[i], h->c, budget_ms);
+        if (rc != 0 && first == 0) {
+            first = rc;
+            *bad = h->ls[i];
+            if (cap > 0)
+                snprintf(errmsg, cap, "%s", rowlock_client_errmsg(h->c));
+        }
+    }
+    return first;
+}
+
+void rl_hold_unkeep(rl_hold *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (rowlock_keep(h->ls[i], NULL) != 0) { /* stopping never fails */ }
+}
+
+int rl_hold_all_held(const rl_hold *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (rowlock_lock_held(h->ls[i]) == 0)
+            return 0;
+    return h->n > 0;
+}
+
+char *rl_names_shown(const char *const *names, size_t n, size_t *w)
+{
+    size_t cap = 1, len = 0;
+    char *out = NULL;
+    if (n == 1)
+        return cli_human_str(names[0], w);
+    for (size_t i = 0; i < n; i++) {
+        size_t one_w;
+        char *one = cli_human_str(names[i], &one_w);
+        if (one == NULL) {
+            free(out);
+            return NULL;
+        }
+        size_t k = strlen(one);
+        char *grown = realloc(out, cap + k + 4);
+        if (grown == NULL) {
+            free(one);
+            free(out);
+            return NULL;
+        }
+        out = grown;
+        cap += k + 4;
+        if (i > 0) {
+            memcpy(out + len, "', '", 4);
+            len += 4;
+        }
+        memcpy(out + len, one, k);
+        len += k;
+        out[len] = '\0';
+        free(one);
+    }
+    *w = len;
+    return out;
+}
+
+int rl_hold_any_held(const rl_hold *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (rowlock_lock_held(h->ls[i]) > 0)
+            return 1;
     return 0;
 }
 
@@ -176,7 +273,14 @@ int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), v
                 slice = 0;
         }
         h->t_try = cli_mono_us();
-        rc = rowlock_acquire(h->l, slice, o->lease_ms);
+        if (h->n > 1) {
+            /* Several names: each slice is all or none (rowlock_acquire_many
+             * gives back what it took when a name stays busy). */
+            size_t failed;
+            rc = rowlock_acquire_many(h->ls, h->n, slice, o->lease_ms, &failed);
+        } else {
+            rc = rowlock_acquire(h->l, slice, o->lease_ms);
+        }
         /* A transient server state (a restart, read-only, a connection
          * limit: rowlock_client_transient) is waited out like a busy lock:
          * the library retries with backoff within each slice. */
@@ -188,8 +292,11 @@ int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), v
             break;
     }
     h->t_acq = cli_mono_us();
-    if (rc == 0)
-        h->token = rowlock_lock_token(h->l);
+    if (rc == 0) {
+        for (size_t i = 0; i < h->n; i++)
+            h->tokens[i] = rowlock_lock_token(h->ls[i]);
+        h->token = h->tokens[0];
+    }
     return rc;
 }
 
@@ -221,12 +328,15 @@ int rl_hold_keep(rl_hold *h, const rl_lock_opts *o, const char *cmd, const char 
     ko.on_event = on_keep_event;
     ko.arg = h;
     /* One connection: the supervisor's thread does not use it while it
-     * holds the lock (it waits for COMMAND, or for `unlock`). */
+     * holds the lock (it waits for COMMAND, or for `unlock`); the names of
+     * a set (-N) take turns on it. */
     ko.flags = ROWLOCK_KEEP_SAME_CONNECTION;
-    rc = rowlock_keep(h->l, &ko);
-    if (rc != 0) {
-        cli_report(PROG, fail, h->c, rc);
-        return cli_exit_for(rc);
+    for (size_t i = 0; i < h->n; i++) {
+        rc = rowlock_keep(h->ls[i], &ko);
+        if (rc != 0) {
+            cli_report(PROG, fail, h->c, rc);
+            return cli_exit_for(rc);
+        }
     }
     return 0;
 }
@@ -237,10 +347,12 @@ int rl_hold_confirm(rl_hold *h, const rl_lock_opts *o, const char *fail)
         /* The successful call waited: the grant was made somewhere within it,
          * so its start is a poor lower bound for the lease start. Renew once
          * to know exactly (a failure here is handled like any failed renewal). */
-        int rc = rowlock_renew(h->l, o->lease_ms);
-        if (rc != 0 && rc != ROWLOCK_EDB) {
-            cli_report(PROG, fail, h->c, rc);
-            return CLI_EX_TEMPFAIL;
+        for (size_t i = 0; i < h->n; i++) {
+            int rc = rowlock_renew(h->ls[i], o->lease_ms);
+            if (rc != 0 && rc != ROWLOCK_EDB) {
+                cli_report(PROG, fail, h->c, rc);
+                return CLI_EX_TEMPFAIL;
+            }
         }
     }
     return 0;
@@ -248,11 +360,24 @@ int rl_hold_confirm(rl_hold *h, const rl_lock_opts *o, const char *fail)
 
 int rl_hold_check(rl_hold *h, int64_t now, int64_t margin, rowlock_keep_info *ki, int *renewed)
 {
-    if (rowlock_keep_status(h->l, ki) != 0)
-        abort(); /* a valid handle and info: cannot fail */
-    *renewed = ki->renewals > h->renewals_seen;
+    /* Several names: the set is as safe as its least safe name, and lost
+     * when any name is (the command ran on all of them). *ki is that name's
+     * status; *renewed says any name was renewed. */
+    uint64_t total = 0;
+    int lost = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        rowlock_keep_info one = ROWLOCK_KEEP_INFO_INIT;
+        if (rowlock_keep_status(h->ls[i], &one) != 0)
+            abort(); /* a valid handle and info: cannot fail */
+        total += one.renewals;
+        int gone = one.state == ROWLOCK_KEEP_LOST || one.state == ROWLOCK_KEEP_NONE;
+        if (i == 0 || (gone && !lost) || (!lost && one.safe_until_us < ki->safe_until_us))
+            *ki = one;
+        lost |= gone;
+    }
+    *renewed = total > h->renewals_seen;
     if (*renewed)
-        h->renewals_seen = ki->renewals;
+        h->renewals_seen = total;
     return ki->state == ROWLOCK_KEEP_LOST || ki->state == ROWLOCK_KEEP_NONE ||
            (ki->safe_until_us != INT64_MAX && now >= ki->safe_until_us - margin);
 }
@@ -268,12 +393,14 @@ void rl_hold_done(rl_hold *h)
 {
     int k;
     /* Keeping ends before the pipe its callback writes to is closed. */
-    if (h->l != NULL && rowlock_keep(h->l, NULL) != 0) { /* stopping never fails */ }
+    rl_hold_unkeep(h);
     for (k = 0; k < 2; k++)
         if (h->wake[k] >= 0)
             (void)close(h->wake[k]);
     h->wake[0] = h->wake[1] = -1;
-    rowlock_lock_free(h->l);
+    for (size_t i = 0; i < h->n; i++)
+        rowlock_lock_free(h->ls[i]);
+    h->n = 0;
     rowlock_client_free(h->c);
     h->l = NULL;
     h->c = NULL;

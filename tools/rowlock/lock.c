@@ -56,18 +56,25 @@
 
 const char rl_usage_lock[] =
     "Usage: eval \"$(rowlock [CONNECTION OPTIONS] lock [OPTIONS] NAME)\"\n"
+    "       eval \"$(rowlock [CONNECTION OPTIONS] lock [OPTIONS] -N NAME [-N NAME...])\"\n"
     "\n"
     "Acquire lock NAME and hold it after rowlock returns: a supervisor process\n"
     "renews the lease in the background until `rowlock unlock`, or until the\n"
     "shell that ran `rowlock lock` exits. Prints shell assignments for eval:\n"
     "ROWLOCK_HANDLE (for unlock), ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token)\n"
-    "and ROWLOCK_OWNER.\n"
+    "and ROWLOCK_OWNER; also ROWLOCK_COUNT, ROWLOCK_NAME_1.., ROWLOCK_TOKEN_1.. and\n"
+    "ROWLOCK_TOKENS (space-separated). With several names (-N, repeated; no NAME\n"
+    "operand) all are acquired together, all or none, in one global order; then\n"
+    "ROWLOCK_NAME and ROWLOCK_TOKEN are unset (use the numbered ones), unlock\n"
+    "releases all, and losing any one loses the set.\n"
     "\n"
     "Options:\n"
     "  -s, --shared                 take a shared lock (any number of shared holders)\n"
     "  -x, -e, --exclusive          take an exclusive lock (the default)\n"
     "      --permits=N              a counting semaphore of N (implies --shared)\n"
     "  -S, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -N, --name=NAME              one lock of several (repeat it; at most 64): all\n"
+    "                               with the same options; for-update takes one name\n"
     "  -n, --nb, --nonblock         fail at once if the lock is held (same as -w 0)\n"
     "  -w, --wait=SECONDS           wait at most SECONDS for the lock (alias: --timeout);\n"
     "                               without -n/-w wait forever\n"
@@ -130,6 +137,9 @@ static const cli_optspec unlock_specs[] = {
 };
 
 #define SECRET_HEX 32
+/* What the supervisor prints for eval: 64 names of 255 bytes, each quoted
+ * (a quote becomes 4 bytes), with their assignments. */
+#define LOCK_OUT_MAX (RL_NAMES_MAX * (4 * ROWLOCK_NAME_MAX + 128) + 1024)
 #define HANDLE_MAX 64
 
 typedef struct lock_args {
@@ -387,13 +397,28 @@ static int parse_lock(cli_conn *cc, int argc, char **argv, lock_args *la)
     }
     rl_lock_opts_done(&o);
     la->o = o;
-    if (p.i >= argc) {
+    if (o.n_names > 0) {
+        la->name = la->o.names[0];
+        if (o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE && o.n_names > 1) {
+            fprintf(stderr, "%s: lock: the for-update strategy takes one name: its lock is its connection's "
+                            "transaction, which cannot hold several names apart (use insert or optimistic)\n",
+                    PROG);
+            return CLI_EX_USAGE;
+        }
+        if (p.i < argc) {
+            fprintf(stderr, "%s: lock: unexpected argument '%s': with -N every name is given with -N\n", PROG,
+                    cli_q(argv[p.i]));
+            return CLI_EX_USAGE;
+        }
+    } else if (p.i >= argc) {
         fprintf(stderr, "%s: lock: missing lock NAME (see rowlock lock --help)\n", PROG);
         return CLI_EX_USAGE;
     }
-    la->name = argv[p.i++];
-    if (cli_check_name(PROG, "lock", la->name) != 0)
-        return CLI_EX_USAGE;
+    if (o.n_names == 0) {
+        la->name = argv[p.i++];
+        if (cli_check_name(PROG, "lock", la->name) != 0)
+            return CLI_EX_USAGE;
+    }
     if (p.i < argc) {
         fprintf(stderr, "%s: lock: unexpected argument after NAME (a command? use rowlock run)\n",
                 PROG);
@@ -425,23 +450,26 @@ typedef struct sup {
 static void release_now(sup *s, int *code, char *msg, size_t cap)
 {
     int rc;
-    if (s->lost || rowlock_lock_held(s->h.l) == 0) {
+    rowlock_lock *bad = NULL;
+    char why[512];
+    if (s->lost || !rl_hold_all_held(&s->h)) {
+        /* Losing one name of a set loses the set: the others are given back. */
+        if (rl_hold_release(&s->h, s->la->o.lease_ms / 2, &bad, why, sizeof why) != 0) { /* leases end them */ }
         *code = CLI_EX_TEMPFAIL;
         snprintf(msg, cap, "lock '%s' was lost before unlock: %s", s->shown, s->lost_msg);
         return;
     }
-    rc = cli_release_retrying(s->h.l, s->h.c, s->la->o.lease_ms / 2); /* retried over a failover */
+    rc = rl_hold_release(&s->h, s->la->o.lease_ms / 2, &bad, why, sizeof why); /* retried over a failover */
     if (rc == 0) {
         *code = 0;
         snprintf(msg, cap, "released '%s' (token %" PRIu64 ")", s->shown, s->h.token);
     } else if (rc == ROWLOCK_ENOTOWNER || rc == ROWLOCK_EINVALID) {
         *code = CLI_EX_TEMPFAIL;
-        snprintf(msg, cap, "lock '%s' was lost before unlock: %s (%s)", s->shown,
-                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
+        snprintf(msg, cap, "lock '%s' was lost before unlock: %s (%s)", s->shown, why, rowlock_error_name(rc));
     } else {
         *code = CLI_EX_UNAVAILABLE;
-        snprintf(msg, cap, "cannot release '%s' (it ends with its lease): %s (%s)", s->shown,
-                 rowlock_client_errmsg(s->h.c), rowlock_error_name(rc));
+        snprintf(msg, cap, "cannot release '%s' (it ends with its lease): %s (%s)", s->shown, why,
+                 rowlock_error_name(rc));
     }
     if (s->la->o.verbose || *code != 0)
         fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
@@ -459,7 +487,14 @@ static void downgrade_now(sup *s, int *code, char *msg, size_t cap)
         snprintf(msg, cap, "lock '%s' was lost before the downgrade: %s", s->shown, s->lost_msg);
         return;
     }
-    rc = rowlock_downgrade(s->h.l);
+    /* Several names (-N): each in turn; a failure stops there, and the
+     * names before it stay shared (still held: weaker, never unsafe). */
+    size_t i = 0;
+    for (rc = 0; rc == 0 && i < s->h.n; i++)
+        rc = rowlock_downgrade(s->h.ls[i]);
+    if (rc != 0 && s->h.n > 1)
+        fprintf(stderr, "%s: lock supervisor: %zu of %zu names downgraded before the failure\n", PROG, i - 1,
+                s->h.n);
     if (rc == 0) {
         *code = 0;
         snprintf(msg, cap, "'%s' is shared now (token %" PRIu64 ")", s->shown, s->h.token);
@@ -567,7 +602,8 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
             } else if (ki.safe_until_us != INT64_MAX) {
                 wake = ki.safe_until_us - margin;
             }
-            if (s->lost && rowlock_keep(s->h.l, NULL) != 0) { /* stopping never fails */ }
+            if (s->lost)
+                rl_hold_unkeep(&s->h);
         }
         /* --verbose reports renewals within a second; without a pidfd the
          * watched pid is polled every second. */
@@ -653,7 +689,10 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     sigset_t set;
     int rc, ex = 0, lfd = -1, pidfd = -1, sfd = -1, devnull, rnd, stopped;
     unsigned char secret[SECRET_HEX / 2];
-    char handle[HANDLE_MAX], out[2048], head[16];
+    char handle[HANDLE_MAX], head[16];
+    static char out[LOCK_OUT_MAX]; /* the assignments: up to 64 names of 255 bytes, quoted */
+    rowlock_lock *bad = NULL;
+    char why[512];
     size_t len = 0, k, w;
     struct sockaddr_un sa;
     socklen_t salen;
@@ -694,7 +733,7 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
     }
     close_fds_except(rfd);
 
-    s.shown = cli_human_str(la->name, &w);
+    s.shown = la->o.n_names > 0 ? rl_names_shown(la->o.names, la->o.n_names, &w) : cli_human_str(la->name, &w);
     if (s.shown == NULL)
         return CLI_EX_UNAVAILABLE;
     pidfd = pidfd_open_(la->watch);
@@ -709,7 +748,8 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
      * terminal): the terminal's signals are not ours; the front process
      * forwards SIGINT/SIGTERM/SIGHUP while we wait. */
     (void)setsid();
-    ex = rl_hold_new(&s.h, &la->o, "lock", la->name);
+    ex = la->o.n_names > 0 ? rl_hold_new_set(&s.h, &la->o, "lock", la->o.names, la->o.n_names)
+                           : rl_hold_new(&s.h, &la->o, "lock", la->name);
     if (ex != 0)
         goto report;
     rc = rl_hold_acquire(&s.h, &la->o, acquire_stop, la, &stopped);
@@ -767,9 +807,20 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
             goto toolong;
         fputs("{\"handle\":", f);
         cli_json_string(f, handle);
-        fputs(",\"name\":", f);
-        cli_json_string(f, la->name);
-        fprintf(f, ",\"token\":%" PRIu64 ",\"owner\":", s.h.token);
+        if (s.h.n == 1) {
+            fputs(",\"name\":", f);
+            cli_json_string(f, la->name);
+            fprintf(f, ",\"token\":%" PRIu64, s.h.token);
+        }
+        fputs(",\"names\":[", f); /* every name and token, in the order given */
+        for (k = 0; k < s.h.n; k++) {
+            fputs(k ? "," : "", f);
+            cli_json_string(f, rowlock_lock_name(s.h.ls[k]));
+        }
+        fputs("],\"tokens\":[", f);
+        for (k = 0; k < s.h.n; k++)
+            fprintf(f, "%s%" PRIu64, k ? "," : "", s.h.tokens[k]);
+        fputs("],\"owner\":", f);
         cli_json_string(f, rowlock_client_owner(s.h.c));
         fputs(",\"strategy\":", f);
         cli_json_string(f, rl_strategy_str(la->o.strategy));
@@ -785,12 +836,33 @@ static int run_supervisor(cli_conn *cc, lock_args *la, int rfd)
         goto verbose;
     }
     len = 0;
-    len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
-                            "ROWLOCK_TOKEN=%" PRIu64 "; export ROWLOCK_TOKEN;\nROWLOCK_NAME=",
-                            handle, s.h.token);
-    if (sh_quote(out, sizeof out, &len, la->name) != 0)
-        goto toolong;
-    len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_NAME;\nROWLOCK_OWNER=");
+    if (s.h.n == 1) {
+        len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
+                                "ROWLOCK_TOKEN=%" PRIu64 "; export ROWLOCK_TOKEN;\nROWLOCK_NAME=",
+                                handle, s.h.token);
+        if (sh_quote(out, sizeof out, &len, la->name) != 0)
+            goto toolong;
+        len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_NAME;\n");
+    } else {
+        len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_HANDLE=%s; export ROWLOCK_HANDLE;\n"
+                                "unset ROWLOCK_NAME ROWLOCK_TOKEN;\n", handle);
+    }
+    /* Every name, numbered from 1 in the order given, and the tokens. */
+    len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_COUNT=%zu; export ROWLOCK_COUNT;\n", s.h.n);
+    for (k = 0; k < s.h.n && len < sizeof out; k++) {
+        len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_NAME_%zu=", k + 1);
+        if (len >= sizeof out || sh_quote(out, sizeof out, &len, rowlock_lock_name(s.h.ls[k])) != 0)
+            goto toolong;
+        len += (size_t)snprintf(out + len, sizeof out - len,
+                                "; export ROWLOCK_NAME_%zu;\nROWLOCK_TOKEN_%zu=%" PRIu64 "; export ROWLOCK_TOKEN_%zu;\n",
+                                k + 1, k + 1, s.h.tokens[k], k + 1);
+    }
+    if (len < sizeof out)
+        len += (size_t)snprintf(out + len, sizeof out - len, "ROWLOCK_TOKENS='");
+    for (k = 0; k < s.h.n && len < sizeof out; k++)
+        len += (size_t)snprintf(out + len, sizeof out - len, "%s%" PRIu64, k ? " " : "", s.h.tokens[k]);
+    if (len < sizeof out)
+        len += (size_t)snprintf(out + len, sizeof out - len, "'; export ROWLOCK_TOKENS;\nROWLOCK_OWNER=");
     if (len >= sizeof out || sh_quote(out, sizeof out, &len, rowlock_client_owner(s.h.c)) != 0)
         goto toolong;
     len += (size_t)snprintf(out + len, sizeof out - len, "; export ROWLOCK_OWNER;\n");
@@ -806,7 +878,7 @@ report:
     snprintf(head, sizeof head, "%d\n", ex);
     if (io_all(rfd, head, strlen(head), 0) != 0 || (ex == 0 && io_all(rfd, out, len, 0) != 0)) {
         /* The front is gone (killed): nobody knows the handle; give the lock back. */
-        if (ex == 0 && rowlock_release(s.h.l) != 0) { /* its lease ends by itself */ }
+        if (ex == 0 && rl_hold_release(&s.h, 0, &bad, why, sizeof why) != 0) { /* leases end them */ }
         ex = ex == 0 ? CLI_EX_UNAVAILABLE : ex;
     } else if (ex == 0) {
         (void)close(rfd);
@@ -817,7 +889,7 @@ report:
 toolong:
     fprintf(stderr, "%s: lock: handle text too long\n", PROG);
     ex = CLI_EX_UNAVAILABLE;
-    if (rowlock_release(s.h.l) != 0) { /* its lease ends by itself */ }
+    if (rl_hold_release(&s.h, 0, &bad, why, sizeof why) != 0) { /* leases end them */ }
     goto report;
 out:
     if (rfd >= 0)
@@ -850,7 +922,7 @@ int rl_cmd_lock(cli_conn *cc, int argc, char **argv)
     lock_args la;
     int rc, p[2], k, status;
     pid_t pid;
-    char buf[4096];
+    static char buf[LOCK_OUT_MAX + 32];
     size_t n = 0;
     ssize_t r;
     long code;

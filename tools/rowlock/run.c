@@ -30,9 +30,12 @@
 const char rl_usage_run[] =
     "Usage: rowlock [CONNECTION OPTIONS] run [OPTIONS] NAME [--] COMMAND [ARG...]\n"
     "       rowlock [CONNECTION OPTIONS] run [OPTIONS] NAME -c 'SHELL COMMAND'\n"
+    "       rowlock [CONNECTION OPTIONS] run [OPTIONS] -N NAME [-N NAME...] [--] COMMAND [ARG...]\n"
     "\n"
     "Acquire lock NAME, run COMMAND as a child while renewing the lease, release\n"
     "the lock when COMMAND ends. Options stop at the first non-option (NAME).\n"
+    "With -N, every name comes from -N (no NAME operand): all are acquired\n"
+    "together, all or none, in one global order (no deadlock between sets).\n"
     "\n"
     "Options (those of flock(1), with a lock NAME instead of a file):\n"
     "  -s, --shared                 take a shared lock: any number of shared holders\n"
@@ -41,6 +44,8 @@ const char rl_usage_run[] =
     "      --permits=N              a counting semaphore: at most N holders at once\n"
     "                               (implies --shared; insert strategy)\n"
     "  -S, --strategy=S             insert (default), for-update or optimistic\n"
+    "  -N, --name=NAME              one lock of several (repeat it; at most 64): all\n"
+    "                               with the same options; for-update takes one name\n"
     "  -n, --nb, --nonblock         fail at once if the lock is held (same as -w 0)\n"
     "  -w, --wait=SECONDS           wait at most SECONDS (fractions allowed) for the lock;\n"
     "                               without -n/-w wait forever (alias: --timeout)\n"
@@ -48,7 +53,8 @@ const char rl_usage_run[] =
     "                               third of it while COMMAND runs\n"
     "  -E, --conflict-exit-code=N   exit status when the lock is not acquired (0-255,\n"
     "                               default 1)\n"
-    "  -c, --command 'CMD'          (after NAME) run CMD with /bin/sh -c\n"
+    "  -c, --command 'CMD'          (after NAME, or among the options with -N) run CMD\n"
+    "                               with /bin/sh -c\n"
     "  -o, --close                  accepted for flock(1) compatibility: COMMAND never\n"
     "                               inherits the database connection anyway\n"
     "  -F, --no-fork                refused: the lease needs rowlock to stay as\n"
@@ -65,7 +71,11 @@ const char rl_usage_run[] =
     "  -h, --help                   show this help\n"
     "\n"
     "COMMAND gets ROWLOCK_NAME, ROWLOCK_TOKEN (the fencing token of this grant) and\n"
-    "ROWLOCK_OWNER in its environment. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
+    "ROWLOCK_OWNER in its environment; with several names (-N) no ROWLOCK_NAME and\n"
+    "ROWLOCK_TOKEN, but ROWLOCK_COUNT=N, ROWLOCK_NAME_1..N, ROWLOCK_TOKEN_1..N (in\n"
+    "the order given) and ROWLOCK_TOKENS (the tokens, space-separated); one name\n"
+    "sets ROWLOCK_COUNT, ROWLOCK_NAME_1 and ROWLOCK_TOKEN_1 too. Losing any one\n"
+    "name loses the run (exit 75). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and\n"
     "SIGUSR2 sent to rowlock are forwarded to COMMAND. If the lease cannot be renewed\n"
     "(lock lost or database unreachable), COMMAND gets SIGTERM, SIGKILL --kill-after\n"
     "seconds later, and is gone before the lease could end; rowlock exits 75.\n";
@@ -73,7 +83,7 @@ const char rl_usage_run[] =
 
 /* run's options: the shared ones (rowlock_cli.h), plus flock(1)'s -o, -F
  * and -V. -c/--command comes after NAME and is read by parse_run itself. */
-enum { RO_CLOSE = 1, RO_NO_FORK, RO_VERSION, RO_KILL_AFTER };
+enum { RO_CLOSE = 1, RO_NO_FORK, RO_VERSION, RO_KILL_AFTER, RO_COMMAND };
 
 static const cli_optspec run_specs[] = {
     RL_LOCK_OPTSPECS,
@@ -81,6 +91,7 @@ static const cli_optspec run_specs[] = {
     { "no-fork", 'F', 0, RO_NO_FORK },
     { "version", 'V', 0, RO_VERSION },
     { "kill-after", 'k', 1, RO_KILL_AFTER },
+    { "command", 'c', 1, RO_COMMAND }, /* an option only with -N: after NAME otherwise */
     { NULL, 0, 0, 0 },
 };
 
@@ -421,6 +432,38 @@ typedef struct run_args {
     const char *shell_cmd;
 } run_args;
 
+/* With -N: the names are the options', and what follows the options is
+ * COMMAND (or nothing, after -c). */
+static int parse_run_names(run_args *ra, cli_optparser *p, int argc, char **argv)
+{
+    ra->name = ra->o.names[0];
+    if (ra->o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE && ra->o.n_names > 1) {
+        fprintf(stderr, "%s: run: the for-update strategy takes one name: its lock is its connection's "
+                        "transaction, which cannot hold several names apart (use insert or optimistic)\n", PROG);
+        return CLI_EX_USAGE;
+    }
+    if (p->i > 0 && !p->dashdash && strcmp(argv[p->i - 1], "--password") == 0 && p->i < argc) {
+        fprintf(stderr, "%s: run: --password takes no value (it asks on the terminal); the word after it would "
+                        "be taken as COMMAND: put --password before another option\n", PROG);
+        return CLI_EX_USAGE;
+    }
+    if (ra->shell_cmd) {
+        if (p->i < argc) {
+            fprintf(stderr, "%s: run: -c/--command takes the whole COMMAND: unexpected '%s'\n", PROG,
+                    cli_q(argv[p->i]));
+            return CLI_EX_USAGE;
+        }
+        return 0;
+    }
+    if (p->i >= argc || argv[p->i][0] == '\0') {
+        fprintf(stderr, "%s: run: missing COMMAND to run under the %zu locks given with -N\n", PROG,
+                ra->o.n_names);
+        return CLI_EX_USAGE;
+    }
+    ra->cmd_argv = argv + p->i;
+    return 0;
+}
+
 static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
 {
     cli_optparser p;
@@ -461,6 +504,9 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
                             "it and stops COMMAND before it ends, so rowlock stays as COMMAND's parent (it "
                             "forwards signals to COMMAND and exits with its status)\n", PROG);
             return CLI_EX_USAGE;
+        case RO_COMMAND:
+            ra->shell_cmd = val;
+            break;
         case RO_VERSION:
             printf("rowlock %s (library %s, schema version %d)\n", ROWLOCK_VERSION_STRING, rowlock_version(),
                    rowlock_schema_version_expected());
@@ -482,6 +528,13 @@ static int parse_run(cli_conn *cc, int argc, char **argv, run_args *ra)
     }
     if (ra->grace_us < 0)
         ra->grace_us = default_grace_us(o.lease_ms);
+
+    if (o.n_names > 0)
+        return parse_run_names(ra, &p, argc, argv);
+    if (ra->shell_cmd) {
+        fprintf(stderr, "%s: run: -c/--command goes after NAME (or use -N NAME)\n", PROG);
+        return CLI_EX_USAGE;
+    }
 
     if (p.i >= argc) {
         fprintf(stderr, "%s: run: missing lock NAME and COMMAND (see rowlock run --help)\n", PROG);
@@ -649,7 +702,7 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const ch
             if (kill_at < now)
                 kill_at = now;
             /* No more renewals: the lock is given up. */
-            if (rowlock_keep(wt->h->l, NULL) != 0) { /* stopping never fails */ }
+            rl_hold_unkeep(wt->h);
         }
         /* The watchdog's deadline: a backstop half a reap allowance after
          * our own SIGKILL time (still before safe-until), so that it acts
@@ -772,6 +825,58 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const ch
     return CLI_EX_UNAVAILABLE;
 }
 
+/* The names as messages show them (rl_names_shown). */
+static char *run_shown(const run_args *ra, size_t *w)
+{
+    if (ra->o.n_names == 0)
+        return cli_human_str(ra->name, w);
+    return rl_names_shown(ra->o.names, ra->o.n_names, w);
+}
+
+/* COMMAND's environment: ROWLOCK_NAME/ROWLOCK_TOKEN for one name (and
+ * nothing of them, not even inherited, for several), ROWLOCK_COUNT,
+ * ROWLOCK_NAME_<i>, ROWLOCK_TOKEN_<i> (1-based, in the order given) and
+ * ROWLOCK_TOKENS for any number. */
+static int set_env_names(const rl_hold *h)
+{
+    char k[32], v[32], *all;
+    size_t len = 0;
+    if (h->n == 1) {
+        snprintf(v, sizeof v, "%" PRIu64, h->tokens[0]);
+        if (set_env("ROWLOCK_NAME", rowlock_lock_name(h->ls[0])) != 0 || set_env("ROWLOCK_TOKEN", v) != 0)
+            return -1;
+    } else if (unsetenv("ROWLOCK_NAME") != 0 || unsetenv("ROWLOCK_TOKEN") != 0) {
+        fprintf(stderr, "%s: run: cannot clear ROWLOCK_NAME: %s\n", PROG, strerror(errno));
+        return -1;
+    }
+    snprintf(v, sizeof v, "%zu", h->n);
+    if (set_env("ROWLOCK_COUNT", v) != 0)
+        return -1;
+    all = malloc(h->n * 21 + 1);
+    if (all == NULL) {
+        fprintf(stderr, "%s: out of memory\n", PROG);
+        return -1;
+    }
+    all[0] = '\0';
+    for (size_t i = 0; i < h->n; i++) {
+        snprintf(k, sizeof k, "ROWLOCK_NAME_%zu", i + 1);
+        snprintf(v, sizeof v, "%" PRIu64, h->tokens[i]);
+        len += (size_t)sprintf(all + len, "%s%s", i ? " " : "", v);
+        if (set_env(k, rowlock_lock_name(h->ls[i])) != 0)
+            break;
+        snprintf(k, sizeof k, "ROWLOCK_TOKEN_%zu", i + 1);
+        if (set_env(k, v) != 0)
+            break;
+        if (i + 1 == h->n) {
+            int r = set_env("ROWLOCK_TOKENS", all);
+            free(all);
+            return r;
+        }
+    }
+    free(all);
+    return -1;
+}
+
 /* While waiting for the lock: a forwarded signal ends the wait (rl_hold_acquire). */
 static int acquire_stop(void *fwdset)
 {
@@ -805,7 +910,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     if (CLI_PARSE_ONLY)
         return 0;
     rl_hold_init(&h);
-    shown = cli_human_str(ra.name, &shown_w);
+    shown = run_shown(&ra, &shown_w);
     if (shown == NULL) {
         fprintf(stderr, "%s: out of memory\n", PROG);
         return CLI_EX_UNAVAILABLE;
@@ -841,7 +946,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     fdmap_scan(&fds_before);
     ex = rl_hold_connect(&h, cc, &ra.o);
     if (ex == 0)
-        ex = rl_hold_new(&h, &ra.o, "run", ra.name);
+        ex = ra.o.n_names > 0 ? rl_hold_new_set(&h, &ra.o, "run", ra.o.names, ra.o.n_names)
+                              : rl_hold_new(&h, &ra.o, "run", ra.name);
     if (ex != 0)
         goto out;
     c = h.c;
@@ -897,8 +1003,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = CLI_EX_UNAVAILABLE;
         goto release;
     }
-    if (set_env("ROWLOCK_NAME", ra.name) != 0 || set_env("ROWLOCK_TOKEN", tokbuf) != 0 ||
-        set_env("ROWLOCK_OWNER", rowlock_client_owner(c)) != 0) {
+    if (set_env_names(&h) != 0 || set_env("ROWLOCK_OWNER", rowlock_client_owner(c)) != 0) {
         ex = CLI_EX_UNAVAILABLE;
         goto release;
     }
@@ -987,11 +1092,13 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
          * both woke from a SIGSTOP together): the handle may then hold
          * nothing and the release below would be skipped, so report the
          * loss here. */
-        rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
-        if (rowlock_keep_status(l, &ki) == 0 && ki.state == ROWLOCK_KEEP_LOST)
-            lost = 1;
+        for (size_t i = 0; i < h.n; i++) {
+            rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+            if (rowlock_keep_status(h.ls[i], &ki) == 0 && ki.state == ROWLOCK_KEEP_LOST)
+                lost = 1;
+        }
     }
-    if (rowlock_keep(l, NULL) != 0) { /* stopping never fails */ }
+    rl_hold_unkeep(&h);
 
     if (lost) {
         /* What may remain is given back by rowlock_lock_free() below (one
@@ -1004,16 +1111,20 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     }
 
 release:
-    if (rowlock_lock_held(l) > 0) {
+    if (rl_hold_any_held(&h)) {
         /* A failover between grant and release loses the connection: the
          * release reconnects and is tried again within the lease, and the
          * warning below is only for a release that finally failed. */
-        int r2 = cli_release_retrying(l, c, ra.o.lease_ms / 2);
+        rowlock_lock *bad = NULL;
+        char why[512];
+        int r2 = rl_hold_release(&h, ra.o.lease_ms / 2, &bad, why, sizeof why);
         if (r2 == ROWLOCK_ENOTOWNER) {
-            cli_report(PROG, "the lock was lost before COMMAND ended", c, r2);
+            fprintf(stderr, "%s: the lock was lost before COMMAND ended: %s (%s)\n", PROG, why,
+                    rowlock_error_name(r2));
             ex = CLI_EX_TEMPFAIL;
         } else if (r2 != 0) {
-            cli_report(PROG, "warning: cannot release the lock (it ends with its lease)", c, r2);
+            fprintf(stderr, "%s: warning: cannot release the lock (it ends with its lease): %s (%s)\n", PROG, why,
+                    rowlock_error_name(r2));
         } else if (ra.o.verbose) {
             fprintf(stderr, "%s: released '%s' (token %s)\n", PROG, shown, tokbuf);
         }
