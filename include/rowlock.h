@@ -639,6 +639,8 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t le
  * 5 s while woken readers pass the wake lock along).
  */
 ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_downgrade(rowlock_lock *l);
+
+/**
  * Acquire several locks at once, all or none (a multi-lock): `locks` are n
  * handles made with rowlock_lock_new(), each with its own name, strategy and
  * mode, on one client or several. Each becomes an ordinary grant of its
