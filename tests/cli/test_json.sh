@@ -67,8 +67,8 @@ json_ok "release --force --json of a free name: released false" "$out" \
 "$RL" unlock >/dev/null 2>&1 # lost (75): the supervisor ends
 
 out=$(bash -c '"$1" --table="$2" lock --json "$3"' _ "$RL" $T "${P}j")
-json_ok "lock --json: handle, name, token, owner, strategy, lease_ms, pids" "$out" \
-    "set(d) == {'handle','name','token','owner','strategy','lease_ms','supervisor_pid','watched_pid'} and d['name'] == '${P}j' and d['strategy'] == 'insert' and d['lease_ms'] == 30000"
+json_ok "lock --json: handle, name, token, names, tokens, owner, strategy, lease_ms, pids" "$out" \
+    "set(d) == {'handle','name','token','names','tokens','owner','strategy','lease_ms','supervisor_pid','watched_pid'} and d['name'] == '${P}j' and d['names'] == ['${P}j'] and d['tokens'] == [d['token']] and d['strategy'] == 'insert' and d['lease_ms'] == 30000"
 
 out=$("$RP" --table=$T --grace 0 --json)
 json_ok "rowlock-reaper --json: the summary object" "$out" \

@@ -712,9 +712,14 @@ static void test_acquire__bad_wait_or_lease_is_refused(void **state)
     assert_rc(rowlock_acquire(la, INT64_MIN, 1000), ROWLOCK_EINVALID, a);
     assert_rc(rowlock_acquire(la, 0, -1), ROWLOCK_EINVALID, a);
     assert_rc(rowlock_acquire(la, 0, ROWLOCK_LEASE_MAX_MS + 1), ROWLOCK_EINVALID, a);
+    /* The table's longest lease (`<table>_epoch`.max_lease_ms, 60 s unless
+     * changed: what a failover makes grants wait) bounds it further. */
+    assert_rc(rowlock_acquire(la, 0, ROWLOCK_LEASE_MAX_MS), ROWLOCK_EINVALID, a);
+    assert_msg_has(a, "longest lease");
+    assert_rc(rowlock_acquire(la, 0, 60001), ROWLOCK_EINVALID, a);
     assert_int_equal(rowlock_lock_held(la), 0);
     /* The extremes that are allowed. */
-    assert_rc(rowlock_acquire(la, 0, ROWLOCK_LEASE_MAX_MS), 0, a);
+    assert_rc(rowlock_acquire(la, 0, 60000), 0, a);
     assert_rc(rowlock_release(la), 0, a);
     assert_rc(rowlock_acquire(la, ROWLOCK_WAIT_FOREVER, 0), 0, a);
     assert_rc(rowlock_release(la), 0, a);

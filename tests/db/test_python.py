@@ -140,12 +140,12 @@ class Basics(unittest.TestCase):
         del lk
 
     def test_lock_defaults_for_acquire(self):
-        lk = self.a.lock("py-defaults", lease=600)
+        lk = self.a.lock("py-defaults", lease=50)  # within the table's longest lease (60 s)
         lk.acquire()
-        self.assertGreater(lk.inspect()["expires_in_ms"], 300000)
+        self.assertGreater(lk.inspect()["expires_in_ms"], 40000)
         lk.release()
-        lk.acquire(lease=60)
-        self.assertLess(lk.inspect()["expires_in_ms"], 61000)
+        lk.acquire(lease=5)
+        self.assertLess(lk.inspect()["expires_in_ms"], 6000)
         lk.release()
 
     def test_reentrant(self):
