@@ -673,7 +673,7 @@ static void test_renew__busy_every_time_is_edb_and_the_lease_is_unchanged(void *
     assert_rc(rowlock_renew(l, 60000), ROWLOCK_EDB, c);
     assert_true(row_expires_in_ms("renew-busy") <= 5000);
     assert_rc(rowlock_renew(l, 60000), 0, c);
-    assert_true(row_expires_in_ms("renew-busy") > 500000);
+    assert_true(row_expires_in_ms("renew-busy") > 50000);
     assert_rc(rowlock_release(l), 0, c);
 }
 
