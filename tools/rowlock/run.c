@@ -839,7 +839,7 @@ static char *run_shown(const run_args *ra, size_t *w)
  * ROWLOCK_TOKENS for any number. */
 static int set_env_names(const rl_hold *h)
 {
-    char k[32], v[32], *all;
+    char k[48], v[32], *all; /* k: "ROWLOCK_TOKEN_" + any size_t */
     size_t len = 0;
     if (h->n == 1) {
         snprintf(v, sizeof v, "%" PRIu64, h->tokens[0]);
