@@ -233,6 +233,22 @@ class TestLostUpdate(unittest.TestCase):
         bad = ch.check(recs, {"counter": {"n": (1, "2.1")}, "rejects": {}})
         self.assertIn("lost update", bad.kinds())
 
+    def test_counter_file_one_ahead_by_a_writer_killed_before_its_record(self):
+        # 3.1 wrote 3 and was killed before logging it: excused; the same
+        # file by a section that lived to its end record is not.
+        for end, ok in ((None, True), (400, False)):
+            h = H().section("1.1", 10, 0, 100).section("2.1", 11, 101, 200)
+            h.section("3.1", 12, 201, end, inc=False)
+            if end is None:
+                h.fault("kill", 3, 300)
+            recs = sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+            r = ch.check(recs, {"counter": {"n": (3, "3.1")}, "rejects": {}})
+            if ok:
+                self.assertEqual(r.errors, [])
+                self.assertEqual(r.stats["unlogged_increments"], 1)
+            else:
+                self.assertIn("lost update", r.kinds())
+
 
 class TestLease(unittest.TestCase):
     def test_grant_before_a_killed_holders_lease_ended_fails(self):
@@ -290,6 +306,37 @@ class TestFence(unittest.TestCase):
         h = H().section("2.1", 11, 101, 200, fence=(150, 1, 0))
         h.section("1.1", 10, 0, 3000, fence=(2900, 1, 11), how="lost", inc=False)
         self.assertIn("fence", h.check().kinds())
+
+
+    @staticmethod
+    def paused_then_killed(end):
+        # 1.1 (token 10) is paused past its lease; 2.1 (11) takes the lock and
+        # writes; 1.1 resumes and its write is rejected. With end=None it is
+        # killed at 2900, after journalling the reject and before logging it.
+        h = H().section("2.1", 11, 2100, 2200, fence=(2150, 1, 0))
+        h.section("1.1", 10, 0, end, how="lost", inc=False)
+        h.fault("pause", 1, 100).fault("resume", 1, 2800)
+        if end is None:
+            h.fault("kill", 1, 2900)
+        return sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+
+    def test_journal_line_of_a_writer_killed_before_its_record_passes(self):
+        r = ch.check(self.paused_then_killed(None), {"counter": {}, "rejects": {"n": [(10, "1.1")]}})
+        self.assertEqual(r.errors, [])
+        self.assertEqual(r.stats["unlogged_rejects"], 1)
+
+    def test_journal_line_the_log_lacks_of_a_living_writer_fails(self):
+        r = ch.check(self.paused_then_killed(3000), {"counter": {}, "rejects": {"n": [(10, "1.1")]}})
+        self.assertIn("fence", r.kinds())
+
+    def test_logged_reject_the_journal_lacks_fails(self):
+        h = H().section("2.1", 11, 2100, 2200, fence=(2150, 1, 0))
+        h.section("1.1", 10, 0, 3000, fence=(2900, 0, 11), how="lost", inc=False)
+        h.fault("pause", 1, 100)
+        recs = sorted(h.recs, key=lambda r: r.get("t", r.get("t1", 0)))
+        self.assertEqual(ch.check(recs, {"counter": {}, "rejects": {"n": [(10, "1.1")]}}).errors, [])
+        self.assertIn("fence", ch.check(recs, {"counter": {}, "rejects": {"n": []}}).kinds())
+        self.assertIn("fence", ch.check(recs, {"counter": {}, "rejects": {"n": [(10, "9.1")]}}).kinds())
 
 
 class TestDbFence(unittest.TestCase):
