@@ -386,6 +386,22 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
  */
 ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
 
+/**
+ * Make a rowlock_acquire() or rowlock_acquire_many() of c that is waiting,
+ * or the next one if none is, return ROWLOCK_EBUSY soon ("interrupted"),
+ * whatever its wait: for a program that waits with a long wait (no
+ * statements while nothing changes) and must still answer a signal or a
+ * shutdown. Call it from another thread (it is thread-safe, not
+ * async-signal-safe); c's own connection is cut (shutdown(2)) so that a
+ * statement blocked in the server returns at once, and the next call
+ * reconnects. The acquire that returns clears the request. A grant the cut
+ * acquire had committed a moment before lapses with its lease, as after a
+ * crash (the next acquire of the same handle adopts it). A connection of
+ * rowlock_client_wrap() is not cut: the acquire returns at the end of its
+ * current wait slice.
+ */
+ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c);
+
 /** One line about the last failure on this client ("" if none). Borrowed. */
 ROWLOCK_EXTERN const char *rowlock_client_errmsg(const rowlock_client *c);
 /** The last server/connection error number kept with ROWLOCK_EDB (0 if none). */

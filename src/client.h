@@ -88,6 +88,13 @@ struct rowlock_client {
      * idle connection is checked for a server-side close before it is used. */
     int64_t last_io_us;
     pthread_mutex_t conn_mu; /* db_connect.c's: see rowlock__db_mutex_init */
+    /* rowlock_client_interrupt() (db_connect.c): the flag an acquire's wait
+     * loops look at (cleared when the acquire returns), and our connection's
+     * socket, which it cuts; sock_fd is written and read under fd_mu only,
+     * so the cut never reaches a descriptor number reused meanwhile. */
+    int interrupted;
+    int sock_fd;
+    pthread_mutex_t fd_mu;
     long conn_mu_pid;        /* the process that initialised it (fork) */
     /* The connection's lease rule (lease_rule.h), NULL until its first use,
      * and the one wsrep probe it was chosen by (0 not asked yet, 1 not a
@@ -170,6 +177,9 @@ struct rowlock_lock {
     rowlock_keep_options keep;
 };
 
+/* rowlock_acquire() without clearing an interrupt request at its end
+ * (lock_many.c clears at the end of the whole set). */
+int rowlock__acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 /* Orphan every live handle of a client being freed (client.c). */
 void rowlock__locks_orphan(struct rowlock_client *c);
 /* lock.c: a handle on the keeper's client k for a kept grant (name,

@@ -239,6 +239,11 @@ int rowlock__db_capture_other(rowlock_client *c, const char *what, unsigned int 
                               const char *msg);
 /* Cut the connection as a network failure would (the server ends the session). */
 void rowlock__db_cut(rowlock_client *c);
+/* rowlock_client_interrupt()'s flag: set (an acquire now waiting, or the
+ * next one, returns ROWLOCK_EBUSY soon; no reconnect meanwhile), cleared
+ * by lock.c when the acquire returns. */
+int rowlock__interrupted(rowlock_client *c);
+void rowlock__interrupt_clear(rowlock_client *c);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0
  * to run it (*drop_after set when the connection is to be cut once it ran)
  * or the injected error; after it, the error of the cut. */

@@ -77,8 +77,11 @@ void rowlock__db_drop_statements(rowlock_client *c)
     }
 }
 
+static void set_sock_fd(rowlock_client *c, int fd);
+
 void rowlock__db_close(rowlock_client *c)
 {
+    set_sock_fd(c, -1);
     rowlock__db_drop_statements(c);
     if (c->mysql && c->owns_mysql)
         mysql_close(MYSQLP(c));
@@ -454,6 +457,8 @@ static int connect_locked(rowlock_client *c)
         c->connected = 0;
         return rc;
     }
+    if (c->owns_mysql)
+        set_sock_fd(c, (int)mysql_get_socket(m));
     return 0;
 }
 
@@ -514,6 +519,8 @@ int rowlock__db_ensure(rowlock_client *c, const char *what)
         return 0;
     if (!c->owns_mysql)
         return rowlock__fail(c, ROWLOCK_EINVALID, "%s: client is not connected", what);
+    if (rowlock__interrupted(c))
+        return rowlock__fail(c, ROWLOCK_EBUSY, "%s: interrupted (rowlock_client_interrupt)", what);
     /* Our own connection was lost earlier: a new session (any for-update
      * transaction died with the old one; lease locks live in rows). */
     int rc = rowlock__db_connect(c);
@@ -542,12 +549,44 @@ void rowlock__db_mutex_init(rowlock_client *c)
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&c->conn_mu, &a);
     pthread_mutexattr_destroy(&a);
+    pthread_mutex_init(&c->fd_mu, NULL);
+    c->sock_fd = c->mysql && c->connected && c->owns_mysql ? (int)mysql_get_socket(MYSQLP(c)) : -1;
     c->conn_mu_pid = (long)getpid();
 }
 
 void rowlock__db_mutex_destroy(rowlock_client *c)
 {
     pthread_mutex_destroy(&c->conn_mu);
+    pthread_mutex_destroy(&c->fd_mu);
+}
+
+/* Our own connection's socket, for rowlock_client_interrupt() (fd: -1 none). */
+static void set_sock_fd(rowlock_client *c, int fd)
+{
+    pthread_mutex_lock(&c->fd_mu);
+    c->sock_fd = fd;
+    pthread_mutex_unlock(&c->fd_mu);
+}
+
+ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c)
+{
+    if (c == NULL)
+        return;
+    __atomic_store_n(&c->interrupted, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&c->fd_mu);
+    if (c->sock_fd >= 0)
+        shutdown(c->sock_fd, SHUT_RDWR); /* a statement blocked in the server returns now */
+    pthread_mutex_unlock(&c->fd_mu);
+}
+
+int rowlock__interrupted(rowlock_client *c)
+{
+    return __atomic_load_n(&c->interrupted, __ATOMIC_SEQ_CST);
+}
+
+void rowlock__interrupt_clear(rowlock_client *c)
+{
+    __atomic_store_n(&c->interrupted, 0, __ATOMIC_SEQ_CST);
 }
 
 void rowlock__db_enter(rowlock_client *c)

@@ -787,6 +787,12 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     unsigned polls = 0;
     int queued = 0;
     for (;;) {
+        if (wait_ms != 0 && rowlock__interrupted(c)) { /* rowlock_client_interrupt() */
+            if (queued)
+                forget(l);
+            return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (insert, %s): interrupted", l->shown,
+                                 mode_name(l->mode));
+        }
         int granted = 0;
         blocked b;
         int rc = attempt(l, cluster, lease_ms, wait_ms == 0, &ticket, &granted, &b);

@@ -131,6 +131,38 @@ static const char SQL_HEAD_WAIT[] =
     "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
     "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 1";
 
+/*
+ * A waiter behind the head: GET_LOCK(qname) as SQL_HINT_WAIT, and when the
+ * wait timed out, in the same statement, whether the lock row is free by
+ * the server's clock (no row, released, or its lease ended): only then is
+ * a claim worth a statement (a head stuck in a paused process). So an idle
+ * waiter costs one statement per slice. Params: qname, qname, wait
+ * seconds, name. Columns: the wait's result, the row free (1/0; NULL after
+ * a wait that did not time out).
+ */
+static const char SQL_QUEUE_WAIT[] =
+    "/* rowlock:queue-wait */ SELECT w.g, IF(w.g = 0, IFNULL(t.owner IS NULL OR t.expires_at <= UTC_TIMESTAMP(6), 1), NULL) "
+    "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
+    "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 0";
+
+/* SQL_QUEUE_WAIT: 1 or 2 we head the queue now, 0 the slice passed and the
+ * row is held (wait again), 3 the slice passed and the row looks free (try
+ * it), -1 an error. */
+static int queue_wait(rowlock_lock *l, double wait_s)
+{
+    rowlock__lease_lock *L = ROWLOCK__LEASE(l);
+    rowlock__param p[4] = { RL_STR(L->qname, L->qname_len), RL_STR(L->qname, L->qname_len),
+                            { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s }, RL_STR(l->name, l->name_len) };
+    rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
+    int rc = rowlock__db_run_quiet(l->client, RL_STMT(.what = "queue wait", .tmpl = SQL_QUEUE_WAIT, .params = p,
+                                                      .nparams = 4, .cols = cols, .ncols = 2));
+    if (rc || cols[0].is_null)
+        return -1;
+    if (cols[0].i != 0)
+        return (int)cols[0].i;
+    return !cols[1].is_null && cols[1].i ? 3 : 0;
+}
+
 /* The hint and queue statements never fail the lock operation: an error
  * is reported to the caller as "not done" and the client keeps the message
  * of the operation it is part of (rowlock__db_run_quiet). */
@@ -352,6 +384,11 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
     int skip_claim = L->handed_over && wait_ms != 0;
     L->handed_over = 0;
     for (;;) {
+        if (wait_ms != 0 && rowlock__interrupted(l->client)) {
+            /* rowlock_client_interrupt(): give up the wait (lock.c says so) */
+            rc = rowlock__fail(l->client, ROWLOCK_EBUSY, "acquire %s (%s): interrupted", l->shown, l->ops->name);
+            break;
+        }
         int64_t now = rowlock__now_us();
         int64_t remaining_ms = deadline == INT64_MAX ? -1 : (deadline - now) / 1000;
         if (skip_claim) {
@@ -400,9 +437,15 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
         if (joined == 1 && !head) {
             /* Queue for the head lock: the server grants it in FIFO order. */
-            int q = named_call(l, SQL_HINT_WAIT, L->qname, L->qname_len, queue_slice_s(l->client, deadline));
+            int q = queue_wait(l, queue_slice_s(l->client, deadline));
             if (q == 0) {
-                flags |= ROWLOCK__TRY_UNGATED; /* a whole slice passed: look at the row again */
+                if (rowlock__now_us() >= deadline)
+                    continue; /* the deadline check above ends the wait */
+                skip_claim = 1; /* a whole slice passed, the row is held: wait again */
+                continue;
+            }
+            if (q == 3) {
+                flags |= ROWLOCK__TRY_UNGATED; /* the row looks free: try it */
                 continue;
             }
             if (q < 0) {

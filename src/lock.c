@@ -269,6 +269,9 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
 {
     rowlock_client *c = l->client;
     for (unsigned attempt = 0;; attempt++) {
+        if (rowlock__interrupted(c) && wait_ms != 0)
+            return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (%s): interrupted (rowlock_client_interrupt)", l->shown,
+                                 l->ops->name);
         int64_t left = wait_ms;
         if (wait_ms > 0) {
             left = wait_ms - (rowlock__now_us() - start) / 1000;
@@ -305,6 +308,9 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
             return 0;
         if (rc == ROWLOCK_EDB && l->held == 0 && rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN)
             l->claim_uncertain = 1;
+        if (rc != 0 && wait_ms != 0 && rowlock__interrupted(c))
+            return rowlock__fail(c, ROWLOCK_EBUSY, "acquire %s (%s): interrupted (rowlock_client_interrupt)", l->shown,
+                                 l->ops->name);
         /* The one table (error.c) says which errors end by themselves. */
         const char *waits_for = rc == ROWLOCK_EDB ? rowlock__db_transient(c->db_errno) : NULL;
         if (waits_for == NULL || wait_ms == 0 || l->held > 0 ||
@@ -328,7 +334,18 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
     }
 }
 
+/* rowlock_acquire() and the calls made for it, and the clearing of an
+ * interrupt request once it returned (rowlock_acquire_many() calls
+ * rowlock__acquire and clears at its own end). */
 ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
+{
+    int rc = rowlock__acquire(l, wait_ms, lease_ms);
+    if (l != NULL && l->client != NULL)
+        rowlock__interrupt_clear(l->client);
+    return rc;
+}
+
+int rowlock__acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
     CHECK_HANDLE(l);
     rowlock__clear_error(l->client);

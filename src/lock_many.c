@@ -187,8 +187,21 @@ static int many_renew(many_item *v, size_t upto, int64_t lease_ms, int64_t older
     return 0;
 }
 
+static int acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms, size_t *failed);
+
+/* An interrupt request (rowlock_client_interrupt) ends the set's wait and is
+ * cleared once the call returns, on every client of the set. */
 ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms,
                                         size_t *failed)
+{
+    int rc = acquire_many(locks, n, wait_ms, lease_ms, failed);
+    for (size_t i = 0; locks != NULL && i < n; i++)
+        if (locks[i] != NULL && locks[i]->client != NULL)
+            rowlock__interrupt_clear(locks[i]->client);
+    return rc;
+}
+
+static int acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms, size_t *failed)
 {
     static const char what[] = "acquire_many";
     size_t bad = n;
@@ -240,7 +253,7 @@ ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, in
             if (held > 0 && left != 0 && (left == ROWLOCK_WAIT_FOREVER || left > slice_max))
                 slice = slice_max;
             int64_t sent = rowlock__now_us();
-            rc = rowlock_acquire(it->l, slice, lease_ms);
+            rc = rowlock__acquire(it->l, slice, lease_ms);
             if (rc == 0) {
                 it->acquired = 1;
                 it->sent_us = sent;
@@ -248,7 +261,7 @@ ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, in
                 break;
             }
             /* A slice ended with time left: renew what we hold, go on. */
-            int more = slice != left &&
+            int more = slice != left && !rowlock__interrupted(it->l->client) &&
                        (rc == ROWLOCK_EBUSY || (rc == ROWLOCK_EDB && rowlock_client_transient(it->l->client)));
             if (!more)
                 break;

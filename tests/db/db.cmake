@@ -92,6 +92,7 @@ add_test(NAME db_mixed COMMAND test_mixed)
 rowlock_db_test(db_mixed TIMEOUT 300)
 
 rowlock_db_program(test_client ${_db}/test_client.c)
+target_link_libraries(test_client PRIVATE Threads::Threads)
 add_test(NAME db_client COMMAND test_client)
 rowlock_db_test(db_client TIMEOUT 300)
 

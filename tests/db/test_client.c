@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -679,6 +680,71 @@ static void test_hostile__reserved_table_names_are_refused(void **state)
 
 /* ---- wrapping an application's connection ------------------------------------------------------------------ */
 
+/* ---- rowlock_client_interrupt ------------------------------------------------ */
+
+typedef struct interrupt_later {
+    rowlock_client *c;
+    int ms;
+} interrupt_later;
+
+static void *interrupt_after(void *p)
+{
+    interrupt_later *a = p;
+    tu_sleep_ms(a->ms);
+    rowlock_client_interrupt(a->c);
+    return NULL;
+}
+
+/* A waiting acquire (no deadline, a holder with a 60 s lease) on another
+ * thread's interrupt returns ROWLOCK_EBUSY "interrupted" (without it the
+ * test waits until ctest's timeout fails it); the request is then
+ * cleared: the same handle is granted once the holder lets go (its cut
+ * connection reconnects). An interrupt before the call ends the next wait
+ * at once. Exclusive (the lease wait loop) and shared (the holders table). */
+static void test_interrupt__ends_a_waiting_acquire_and_is_cleared(void **state)
+{
+    (void)state;
+    for (int shared = 0; shared <= 1; shared++) {
+        const char *name = shared ? "intr-shared" : "intr-excl";
+        rowlock_client *h = tu_client("t_client"), *w = tu_client("t_client");
+        rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+        o.strategy = ROWLOCK_STRATEGY_INSERT;
+        rowlock_lock *lh = NULL, *lw = NULL;
+        assert_rc(rowlock_lock_new(&lh, h, name, &o), 0, h);
+        tu_register_lock(lh);
+        o.mode = shared ? ROWLOCK_MODE_SHARED : ROWLOCK_MODE_EXCLUSIVE;
+        assert_rc(rowlock_lock_new(&lw, w, name, &o), 0, w);
+        tu_register_lock(lw);
+        if (shared) { /* an exclusive holder of a name used shared: the holders table */
+            rowlock_lock_options so = o;
+            rowlock_lock *ls = NULL;
+            assert_rc(rowlock_lock_new(&ls, h, name, &so), 0, h);
+            tu_register_lock(ls);
+            assert_rc(rowlock_acquire(ls, 0, TU_LEASE_LONG), 0, h);
+            assert_rc(rowlock_release(ls), 0, h);
+        }
+        assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h);
+
+        interrupt_later a = { w, 300 };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, interrupt_after, &a), 0);
+        int64_t t0 = tu_now_us();
+        assert_rc(rowlock_acquire(lw, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG), ROWLOCK_EBUSY, w);
+        int64_t took_ms = (tu_now_us() - t0) / 1000;
+        pthread_join(t, NULL);
+        tu_assert_msg_has(w, "interrupted", __FILE__, __LINE__);
+        fprintf(stderr, "%s: interrupted after %lld ms of a wait without deadline\n", name, (long long)took_ms);
+
+        rowlock_client_interrupt(w); /* before the call: the next wait ends at once */
+        assert_rc(rowlock_acquire(lw, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG), ROWLOCK_EBUSY, w);
+        tu_assert_msg_has(w, "interrupted", __FILE__, __LINE__);
+
+        assert_rc(rowlock_release(lh), 0, h);
+        assert_rc(rowlock_acquire(lw, 10000, TU_LEASE_LONG), 0, w); /* cleared; reconnected */
+        assert_rc(rowlock_release(lw), 0, w);
+    }
+}
+
 static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
 {
     (void)state;
@@ -759,6 +825,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_client__a_new_client_has_an_owner_and_no_error),
         TU_TEST(test_client__connects_and_reports_the_server),
+        TU_TEST(test_interrupt__ends_a_waiting_acquire_and_is_cleared),
         TU_TEST(test_errors__every_code_has_a_name_and_a_sentence),
         TU_TEST(test_connect__nothing_listening_gives_edb_naming_the_host),
         TU_TEST(test_connect__wrong_password_gives_edb),

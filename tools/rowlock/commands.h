@@ -116,6 +116,7 @@ typedef struct rl_hold {
     rowlock_lock *ls[RL_NAMES_MAX];
     uint64_t tokens[RL_NAMES_MAX];
     uint64_t renewals_each[RL_NAMES_MAX];
+    unsigned int read_timeout_ms; /* the connection's (rl_hold_connect) */
 } rl_hold;
 
 void rl_hold_init(rl_hold *h);

@@ -1,9 +1,10 @@
 /*
  * What `rowlock run` and `rowlock lock` share: the options that say how to
  * take a lock, and the lock their supervisor holds. Both supervisors
- * connect with round trips bounded by the lease, acquire in slices of at
- * most a second (so a signal, or the watched shell's exit, ends the wait
- * promptly), wait out a transient server state like a busy lock, hand the
+ * connect with round trips bounded by the lease, acquire in one long wait
+ * that costs the server nothing while nothing changes, which a watcher
+ * thread ends (rowlock_client_interrupt) as soon as a signal arrives or the
+ * watched shell exits, wait out a transient server state like a busy lock, hand the
  * lease to the library's keeper (rowlock_keep: renewals every third of the
  * lease on the holder's own connection, ROWLOCK_KEEP_SAME_CONNECTION, so a
  * holder costs one server connection and a grant is never refused a second;
@@ -18,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +141,7 @@ int rl_hold_connect(rl_hold *h, cli_conn *cc, const rl_lock_opts *o)
         cc->opts.read_timeout_ms = (unsigned int)io_ms;
     if (cc->opts.write_timeout_ms == 0)
         cc->opts.write_timeout_ms = (unsigned int)io_ms;
+    h->read_timeout_ms = cc->opts.read_timeout_ms;
     rc = cli_conn_open_wait(cc, PROG, 0, o->wait_ms, o->verbose, &h->c); /* may prompt on /dev/tty (--password) */
     if (rc != 0)
         return rc;
@@ -250,25 +253,132 @@ int rl_hold_any_held(const rl_hold *h)
     return 0;
 }
 
+/*
+ * The watcher of a waiting acquire: a thread that asks `stop` every 50 ms
+ * (pending signals, the watched shell; no statement) and, once it answers,
+ * interrupts the client's wait (rowlock_client_interrupt: the blocked
+ * statement returns at once). So the acquire itself can wait in one call,
+ * and an idle waiter costs the server what the library's wait costs (a
+ * waiter behind the queue's head: a statement or two per 30 s), not a new
+ * acquire every second.
+ */
+typedef struct acq_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;    /* the acquire returned: stop watching */
+    int stopped; /* what `stop` answered (0 nothing) */
+    int (*stop)(void *arg);
+    void *arg;
+    rowlock_client *c;
+} acq_watch;
+
+#define WATCH_PERIOD_NS 50000000L
+
+static void *acq_watch_main(void *p)
+{
+    acq_watch *w = p;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        pthread_mutex_unlock(&w->mu);
+        int s = w->stop(w->arg);
+        pthread_mutex_lock(&w->mu);
+        if (s != 0) {
+            w->stopped = s;
+            if (!w->done)
+                rowlock_client_interrupt(w->c);
+            break;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += WATCH_PERIOD_NS;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (!w->done)
+            (void)pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* 0 started, -1 not (the caller then waits in 1 s slices, as before). */
+static int acq_watch_start(acq_watch *w, pthread_t *t, rowlock_client *c, int (*stop)(void *), void *arg)
+{
+    pthread_condattr_t ca;
+    memset(w, 0, sizeof *w);
+    w->stop = stop;
+    w->arg = arg;
+    w->c = c;
+    if (pthread_condattr_init(&ca) != 0)
+        return -1;
+    int ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&w->cv, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+    if (!ok)
+        return -1;
+    if (pthread_mutex_init(&w->mu, NULL) != 0) {
+        pthread_cond_destroy(&w->cv);
+        return -1;
+    }
+    if (pthread_create(t, NULL, acq_watch_main, w) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv);
+        return -1;
+    }
+    return 0;
+}
+
+/* Ends the watcher; returns what `stop` answered while it watched. */
+static int acq_watch_end(acq_watch *w, pthread_t t)
+{
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    (void)pthread_join(t, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    return w->stopped;
+}
+
 int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), void *arg, int *stopped)
 {
     int64_t deadline = 0;
     int rc;
+    acq_watch w;
+    pthread_t wt;
+    int watching = 0;
 
     *stopped = 0;
     h->t_start = cli_mono_us();
     if (o->wait_ms > 0)
         deadline = h->t_start + o->wait_ms * 1000;
+    if (o->wait_ms != 0)
+        watching = acq_watch_start(&w, &wt, h->c, stop, arg) == 0;
     for (;;) {
         int64_t slice;
+        /* With the watcher, one name: the whole wait in one call (transient
+         * server states end it early: the loop goes on; for-update: slices
+         * within the read timeout). Several names stay
+         * in 1 s slices, each all or none (a set that cannot be had within
+         * one gives back what it took, so names are not held while others
+         * are waited for). Without the watcher: 1 s slices, and `stop`
+         * asked between them. */
+        int64_t cap = watching && h->n == 1 ? INT64_MAX : 1000;
+        if (cap == INT64_MAX && o->strategy == ROWLOCK_STRATEGY_FOR_UPDATE) {
+            /* for-update waits in one statement: within the read timeout,
+             * or the client library would cut it (a reconnect, and the
+             * waiter's place in InnoDB's queue lost) */
+            cap = h->read_timeout_ms > 2000 ? (int64_t)h->read_timeout_ms - 1000 : 1000;
+        }
         if (o->wait_ms == 0) {
             slice = 0;
         } else if (o->wait_ms == ROWLOCK_WAIT_FOREVER) {
-            slice = 1000;
+            slice = cap == INT64_MAX ? ROWLOCK_WAIT_FOREVER : cap;
         } else {
             slice = (deadline - cli_mono_us() + 999) / 1000;
-            if (slice > 1000)
-                slice = 1000;
+            if (slice > cap)
+                slice = cap;
             if (slice < 0)
                 slice = 0;
         }
@@ -286,10 +396,27 @@ int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), v
          * the library retries with backoff within each slice. */
         if (rc != ROWLOCK_EBUSY && !(rc == ROWLOCK_EDB && o->wait_ms != 0 && rowlock_client_transient(h->c)))
             break;
-        if ((*stopped = stop(arg)) != 0)
+        if (watching) {
+            pthread_mutex_lock(&w.mu);
+            *stopped = w.stopped;
+            pthread_mutex_unlock(&w.mu);
+        } else {
+            *stopped = stop(arg);
+        }
+        if (*stopped != 0)
             break;
         if (o->wait_ms == 0 || (o->wait_ms > 0 && cli_mono_us() >= deadline))
             break;
+    }
+    if (watching) {
+        /* What the watcher saw counts even if the acquire was granted in
+         * the meantime (it may have cut the connection and consumed the
+         * signal): the caller stops and releases, as for a signal that
+         * ended the wait; the grant lapses with its lease if the release
+         * cannot reach the server. */
+        int s = acq_watch_end(&w, wt);
+        if (*stopped == 0)
+            *stopped = s;
     }
     h->t_acq = cli_mono_us();
     if (rc == 0) {
