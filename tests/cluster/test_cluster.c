@@ -43,8 +43,8 @@
  *
  *   - readers and writers of one name on all three nodes: no writer's
  *     section overlaps another section, readers do share, no lost update,
- *     every exclusive token above every earlier one (and below every later
- *     one), no error but busy; a semaphore of 2: at most 2 holders at once,
+ *     every exclusive token above every earlier one, any section's token
+ *     above those of the sections that ended before it, no error but busy; a semaphore of 2: at most 2 holders at once,
  *     and 2 reached;
  *   - both again with node 3's clock 5 s behind (3 s leases);
  *   - a node killed (SIGKILL) under a shared holder: the exclusive waiter on
@@ -1455,8 +1455,8 @@ typedef struct mode_figures {
 /* The history check of a shared/exclusive (or semaphore) run: no writer's
  * section overlaps another section; readers never saw the counter change;
  * no lost update; every exclusive grant's token is greater than the token
- * of every section that began before it, and smaller than every one that
- * began after it ended; the most sections at once (a sweep over begin/end)
+ * of every section that began before it, and any section's token greater
+ * than that of every section that ended before it began; the most sections at once (a sweep over begin/end)
  * within the permits. Violations are printed. */
 static mode_figures mode_check(mode_history *h, const char *what)
 {
@@ -1491,16 +1491,22 @@ static mode_figures mode_check(mode_history *h, const char *what)
                             (long long)g[j].t_out);
                     f.violations++;
                 }
-                if (g[j].t_in > g[i].t_out && g[j].token <= g[i].token) {
-                    fprintf(stderr, "%s: TOKEN ORDER: section of worker %d after the exclusive grant %llu has token "
-                                    "%llu\n",
-                            what, g[j].worker, (unsigned long long)g[i].token, (unsigned long long)g[j].token);
-                    f.violations++;
-                }
             }
         }
         max_token = g[i].token > max_token ? g[i].token : max_token;
     }
+    /* In any mode: a section that began after another ended has the larger
+     * token (holders.c: every grant's token is greater than every token
+     * granted before it). */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && g[j].t_in < g[i].t_in; j++)
+            if (g[j].t_out < g[i].t_in && g[j].token >= g[i].token) {
+                fprintf(stderr, "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
+                                "that ended with token %llu\n",
+                        what, g[i].shared ? "a shared" : "an exclusive", g[i].worker, (unsigned long long)g[i].token,
+                        g[j].worker, (unsigned long long)g[j].token);
+                f.violations++;
+            }
     /* The most sections at once: +1 at each begin, -1 at each end (ends
      * first at equal times). */
     int64_t *ev = malloc(sizeof *ev * (size_t)(2 * n + 1));
