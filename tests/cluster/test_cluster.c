@@ -1391,7 +1391,7 @@ static void mode_section(mode_history *h, rowlock_lock *l, int idx, int shared, 
             __atomic_fetch_add(&h->reader_changed, 1, __ATOMIC_SEQ_CST);
     } else {
         long v = h->counter; /* read, wait, write: a second holder would lose an update */
-        usleep(500 + rand_r(seed) % 2000);
+        usleep(1000 + rand_r(seed) % 5000);
         h->counter = v + 1;
         __atomic_fetch_add(&h->writer_grants, 1, __ATOMIC_SEQ_CST);
     }
@@ -1486,7 +1486,8 @@ static mode_figures mode_check(mode_history *h, const char *what)
         } else {
             f.writers++;
             if (i > 0 && g[i].token <= max_token) {
-                fprintf(stderr, "%s: TOKEN ORDER: exclusive grant (worker %d) token %llu, an earlier one %llu\n", what,
+                if (f.violations < 10)
+                    fprintf(stderr, "%s: TOKEN ORDER: exclusive grant (worker %d) token %llu, an earlier one %llu\n", what,
                         g[i].worker, (unsigned long long)g[i].token, (unsigned long long)max_token);
                 f.violations++;
             }
@@ -1495,7 +1496,8 @@ static mode_figures mode_check(mode_history *h, const char *what)
                     continue;
                 if (g[j].t_in < g[i].t_out && g[i].t_in < g[j].t_out && (g[j].shared || j > i)) {
                     /* (a pair of writers is reported once) */
-                    fprintf(stderr, "%s: OVERLAP: exclusive section of worker %d [%lld, %lld] and %s section of worker "
+                    if (f.violations < 10)
+                        fprintf(stderr, "%s: OVERLAP: exclusive section of worker %d [%lld, %lld] and %s section of worker "
                                     "%d [%lld, %lld]\n",
                             what, g[i].worker, (long long)g[i].t_in, (long long)g[i].t_out,
                             g[j].shared ? "a shared" : "an exclusive", g[j].worker, (long long)g[j].t_in,
@@ -1512,7 +1514,8 @@ static mode_figures mode_check(mode_history *h, const char *what)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n && g[j].t_in < g[i].t_in; j++)
             if (g[j].t_out < g[i].t_in && g[j].token >= g[i].token) {
-                fprintf(stderr, "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
+                if (f.violations < 10)
+                    fprintf(stderr, "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
                                 "that ended with token %llu\n",
                         what, g[i].shared ? "a shared" : "an exclusive", g[i].worker, (unsigned long long)g[i].token,
                         g[j].worker, (unsigned long long)g[j].token);
@@ -1640,7 +1643,7 @@ typedef struct mkill {
 
 static tu_pipe mkill_ready, mkill_go;
 
-#define MKILL_LEASE_MS 3000
+#define MKILL_LEASE_MS 8000 /* longer than Galera takes to drop the killed node (about 3 s here) */
 
 /* 0: shared holder A on node 2, renewing when the test says so, until a
  * renewal fails (its node is killed); 1: shared holder B on node 3, holds 1.5 s; 2: the
