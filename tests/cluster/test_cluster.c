@@ -1348,10 +1348,10 @@ typedef struct msect {
 
 typedef struct mode_history {
     char name[32];
-    unsigned permits;   /* 0: shared/exclusive mix; N: every worker a semaphore holder of N */
+    unsigned permits; /* 0: shared/exclusive mix; N: every worker a semaphore holder of N */
     int64_t lease_ms;
     int64_t until_us;
-    volatile int stop;  /* fairness case: the readers stop */
+    volatile int stop; /* fairness case: the readers stop */
     volatile long counter;
     int writer_grants;  /* atomic add */
     int reader_changed; /* readers that saw the counter change (atomic add) */
@@ -1423,10 +1423,9 @@ static int mode_worker(void *arg, int idx)
         if (rc == ROWLOCK_EBUSY) {
             /* "Not within the wait" before the wait ended: a bug (a
              * certification failure taken for the answer?). */
-            if (tu_ms_since(t_req) < MODE_WAIT_MS &&
-                __atomic_fetch_add(&h->early_busy, 1, __ATOMIC_SEQ_CST) == 0)
-                snprintf(h->first_early, sizeof h->first_early, "worker %d (node %d), %s, after %.0f ms: %s", idx,
-                         node, shared ? "shared" : "exclusive", tu_ms_since(t_req), rowlock_client_errmsg(c));
+            if (tu_ms_since(t_req) < MODE_WAIT_MS && __atomic_fetch_add(&h->early_busy, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_early, sizeof h->first_early, "worker %d (node %d), %s, after %.0f ms: %s", idx, node,
+                         shared ? "shared" : "exclusive", tu_ms_since(t_req), rowlock_client_errmsg(c));
             continue;
         }
         if (rc != 0) {
@@ -1487,8 +1486,8 @@ static mode_figures mode_check(mode_history *h, const char *what)
             f.writers++;
             if (i > 0 && g[i].token <= max_token) {
                 if (f.violations < 10)
-                    fprintf(stderr, "%s: TOKEN ORDER: exclusive grant (worker %d) token %llu, an earlier one %llu\n", what,
-                        g[i].worker, (unsigned long long)g[i].token, (unsigned long long)max_token);
+                    fprintf(stderr, "%s: TOKEN ORDER: exclusive grant (worker %d) token %llu, an earlier one %llu\n",
+                            what, g[i].worker, (unsigned long long)g[i].token, (unsigned long long)max_token);
                 f.violations++;
             }
             for (int j = 0; j < n; j++) {
@@ -1497,11 +1496,12 @@ static mode_figures mode_check(mode_history *h, const char *what)
                 if (g[j].t_in < g[i].t_out && g[i].t_in < g[j].t_out && (g[j].shared || j > i)) {
                     /* (a pair of writers is reported once) */
                     if (f.violations < 10)
-                        fprintf(stderr, "%s: OVERLAP: exclusive section of worker %d [%lld, %lld] and %s section of worker "
-                                    "%d [%lld, %lld]\n",
-                            what, g[i].worker, (long long)g[i].t_in, (long long)g[i].t_out,
-                            g[j].shared ? "a shared" : "an exclusive", g[j].worker, (long long)g[j].t_in,
-                            (long long)g[j].t_out);
+                        fprintf(stderr,
+                                "%s: OVERLAP: exclusive section of worker %d [%lld, %lld] and %s section of worker "
+                                "%d [%lld, %lld]\n",
+                                what, g[i].worker, (long long)g[i].t_in, (long long)g[i].t_out,
+                                g[j].shared ? "a shared" : "an exclusive", g[j].worker, (long long)g[j].t_in,
+                                (long long)g[j].t_out);
                     f.violations++;
                 }
             }
@@ -1515,10 +1515,11 @@ static mode_figures mode_check(mode_history *h, const char *what)
         for (int j = 0; j < n && g[j].t_in < g[i].t_in; j++)
             if (g[j].t_out < g[i].t_in && g[j].token >= g[i].token) {
                 if (f.violations < 10)
-                    fprintf(stderr, "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
-                                "that ended with token %llu\n",
-                        what, g[i].shared ? "a shared" : "an exclusive", g[i].worker, (unsigned long long)g[i].token,
-                        g[j].worker, (unsigned long long)g[j].token);
+                    fprintf(stderr,
+                            "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
+                            "that ended with token %llu\n",
+                            what, g[i].shared ? "a shared" : "an exclusive", g[i].worker,
+                            (unsigned long long)g[i].token, g[j].worker, (unsigned long long)g[j].token);
                 f.violations++;
             }
     /* The most sections at once: +1 at each begin, -1 at each end (ends
@@ -1541,8 +1542,7 @@ static mode_figures mode_check(mode_history *h, const char *what)
         f.violations++;
     }
     if (h->counter != h->writer_grants) {
-        fprintf(stderr, "%s: LOST UPDATE: counter %ld after %d exclusive grants\n", what, h->counter,
-                h->writer_grants);
+        fprintf(stderr, "%s: LOST UPDATE: counter %ld after %d exclusive grants\n", what, h->counter, h->writer_grants);
         f.violations++;
     }
     if (h->reader_changed) {
@@ -1565,8 +1565,9 @@ static mode_figures mode_run(const char *name, unsigned permits, int64_t lease_m
     int status[MODE_WORKERS];
     int failed = tu_run_children(MODE_WORKERS, mode_worker, h, status, (int64_t)(seconds + 60) * 1000);
     mode_figures f = mode_check(h, name);
-    fprintf(stderr, "%s (%s, lease %lld ms): %d sections in %d s over 3 nodes (%d shared, %d exclusive), per worker "
-                    "(nodes 1,2,3,1,2,3):",
+    fprintf(stderr,
+            "%s (%s, lease %lld ms): %d sections in %d s over 3 nodes (%d shared, %d exclusive), per worker "
+            "(nodes 1,2,3,1,2,3):",
             name, permits ? "semaphore" : "shared/exclusive", (long long)lease_ms, h->n, seconds, f.readers, f.writers);
     for (int i = 0; i < MODE_WORKERS; i++)
         fprintf(stderr, " %d", h->per_worker[i]);
@@ -1575,8 +1576,8 @@ static mode_figures mode_run(const char *name, unsigned permits, int64_t lease_m
     if (h->errors)
         fprintf(stderr, "%d acquire/release errors; first: %s\n", h->errors, h->first_error);
     if (h->early_busy)
-        fprintf(stderr, "%d acquires said busy before their %d ms wait ended; first: %s\n", h->early_busy,
-                MODE_WAIT_MS, h->first_early);
+        fprintf(stderr, "%d acquires said busy before their %d ms wait ended; first: %s\n", h->early_busy, MODE_WAIT_MS,
+                h->first_early);
     assert_int_equal(failed, 0);
     assert_int_equal(h->errors, 0);
     assert_int_equal(h->early_busy, 0);
@@ -1633,7 +1634,7 @@ static void test_modes__a_node_5_s_behind(void **state)
 /* ---- a node killed under shared holders ------------------------------------------------------ */
 
 typedef struct mkill {
-    int64_t a_last_req;  /* holder A (node 2): before its last acquire/renew request that succeeded */
+    int64_t a_last_req; /* holder A (node 2): before its last acquire/renew request that succeeded */
     uint64_t a_token, b_token, w_token;
     int a_rc, b_rc, w_rc; /* A: its renewal's failure; B: its grant; W: its grant */
     int renewals;
@@ -1739,15 +1740,17 @@ static void test_modes__a_node_killed_under_shared_holders(void **state)
     assert_int_equal(cluster("node-kill 2"), 0);
     assert_int_equal(tu_signal(&mkill_go, 'r'), 0); /* fails: its node is gone */
     int st_w = tu_wait(p[2], 60000), st_a = tu_wait(p[0], 30000), st_b = tu_wait(p[1], 30000);
-    fprintf(stderr, "holder A (node 2): token %llu, %d renewals, then %s (%s), last successful request %.2f s before the kill\n",
-            (unsigned long long)k->a_token, k->renewals, rowlock_error_name(k->a_rc), k->a_msg,
-            (double)(t_kill - k->a_last_req) / 1e6);
-    fprintf(stderr, "holder B (node 3): token %llu; writer (node 1): %s%s%s, token %llu, granted %.2f s after its "
-                    "request, %.2f s after the kill, %.2f s after A's last request (lease %.1f s)\n",
+    fprintf(
+        stderr,
+        "holder A (node 2): token %llu, %d renewals, then %s (%s), last successful request %.2f s before the kill\n",
+        (unsigned long long)k->a_token, k->renewals, rowlock_error_name(k->a_rc), k->a_msg,
+        (double)(t_kill - k->a_last_req) / 1e6);
+    fprintf(stderr,
+            "holder B (node 3): token %llu; writer (node 1): %s%s%s, token %llu, granted %.2f s after its "
+            "request, %.2f s after the kill, %.2f s after A's last request (lease %.1f s)\n",
             (unsigned long long)k->b_token, rowlock_error_name(k->w_rc), k->w_rc ? ": " : "", k->w_rc ? k->w_msg : "",
-            (unsigned long long)k->w_token, (double)(k->w_grant - k->w_req) / 1e6,
-            (double)(k->w_grant - t_kill) / 1e6, (double)(k->w_grant - k->a_last_req) / 1e6,
-            MKILL_LEASE_MS / 1e3);
+            (unsigned long long)k->w_token, (double)(k->w_grant - k->w_req) / 1e6, (double)(k->w_grant - t_kill) / 1e6,
+            (double)(k->w_grant - k->a_last_req) / 1e6, MKILL_LEASE_MS / 1e3);
     assert_int_equal(st_a, 0); /* its renewal failed: its node is gone */
     assert_int_not_equal(k->a_rc, 0);
     assert_int_equal(st_b, 0);
@@ -1830,8 +1833,9 @@ static void test_modes__a_paused_shared_holder_loses_to_a_writer_on_another_node
     int64_t t0 = tu_now_us();
     assert_rc(rowlock_acquire(lb, 30000, 10000), 0, b);
     int64_t t_grant = tu_now_us();
-    fprintf(stderr, "writer on node 2 granted %.2f s after it asked, %.2f s after the paused reader's request "
-                    "(lease %.1f s); tokens %llu then %llu\n",
+    fprintf(stderr,
+            "writer on node 2 granted %.2f s after it asked, %.2f s after the paused reader's request "
+            "(lease %.1f s); tokens %llu then %llu\n",
             (double)(t_grant - t0) / 1e6, (double)(t_grant - p->t_req) / 1e6, MPAUSE_LEASE_MS / 1e3,
             (unsigned long long)p->token, (unsigned long long)rowlock_lock_token(lb));
     /* Not before the reader's lease could have ended, counted from before
@@ -1952,10 +1956,12 @@ static void test_fairness__a_writer_is_not_starved_by_readers_on_other_nodes(voi
             covered += z - a;
         end = h->g[i].t_out > end ? h->g[i].t_out : end;
     }
-    fprintf(stderr, "writer on node 1 among %d readers on nodes 2 and 3 (holds of %d ms; some reader held it %.0f %% "
-                    "of the %.2f s before): %s after %.2f s (wait 20 s); %d reader sections ended meanwhile, %d in "
-                    "all; per reader:",
-            MFAIR_READERS, MFAIR_HOLD_US / 1000, t_req > t_steady ? 100.0 * (double)covered / (double)(t_req - t_steady) : 0.0,
+    fprintf(stderr,
+            "writer on node 1 among %d readers on nodes 2 and 3 (holds of %d ms; some reader held it %.0f %% "
+            "of the %.2f s before): %s after %.2f s (wait 20 s); %d reader sections ended meanwhile, %d in "
+            "all; per reader:",
+            MFAIR_READERS, MFAIR_HOLD_US / 1000,
+            t_req > t_steady ? 100.0 * (double)covered / (double)(t_req - t_steady) : 0.0,
             (double)(t_req - t_steady) / 1e6, rowlock_error_name(rc), (double)(t_in - t_req) / 1e6, during, h->n);
     for (int i = 0; i < MFAIR_READERS; i++)
         fprintf(stderr, " %d", h->per_worker[i]);
