@@ -2064,6 +2064,7 @@ int main(int argc, char **argv)
         rowlock_library_end();
         return f1 > 0 && f3 > 0 ? 0 : 1;
     }
-    fprintf(stderr, "usage: %s [main [test-filter] | reaper [test-filter] | modes [test-filter] | fairness [seconds]]\n", argv[0]);
+    fprintf(stderr, "usage: %s [main [test-filter] | reaper [test-filter] | modes [test-filter] | fairness [seconds]]\n",
+            argv[0]);
     return 2;
 }
