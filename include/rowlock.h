@@ -629,7 +629,7 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t le
  *   re-entries first), or the connection is inside a transaction;
  *   ROWLOCK_EUNSUPPORTED a strategy that cannot: optimistic (no shared
  *   mode), for-update (InnoDB keeps a transaction's exclusive row lock
- *   until it ends), insert on a Galera cluster (no shared locks there);
+ *   until it ends), insert on a Galera cluster (not done there yet);
  *   ROWLOCK_EDB (nothing changed, unless the connection died after the
  *   change committed: then it is found and 0 returned).
  * insert: a grant on a name used shared before (a holders-table entry) is

@@ -162,6 +162,8 @@ struct rowlock_lock {
     uint64_t ticket;         /* the queue place of a wait that ended without a
                                 grant: the next waiting acquire takes it again */
     int64_t ticket_left_us;  /* when that wait ended (monotonic) */
+    void *hold_watch;        /* holders.c on a cluster: the entries (and the
+                                names row) this handle watches, or NULL */
     uint64_t epoch;          /* epoch.c: the failover epoch of the current grant
                                 (set by lock.c at a new grant; the keeper copies
                                 it to its shadow) */

@@ -53,8 +53,12 @@
  * `expires_at > UTC_TIMESTAMP(6)`. Such a taker's shared read waits for the
  * fence's exclusive entry lock and then sees the lease ended only after the
  * fenced commit; a fence that waits for a taker's read finds, once the taker
- * committed, a lease the taker saw ended (one server: one clock). Multi-
- * holder names exist on one server only (ROWLOCK__RULE_MULTI).
+ * committed, a lease the taker saw ended (one server: one clock). On a
+ * cluster (no ROWLOCK__RULE_CLOCK) a taker passes over an entry only by
+ * deleting it, conditioned on the (token, gen) it watched (holders.c), so
+ * there the entry's fence is matched by token alone, as the row's is: the
+ * delete and the fence write the same row (a lock wait on one node, a
+ * certification conflict across nodes).
  *
  * for-update locks are refused (ROWLOCK_EUNSUPPORTED): the lock is a row
  * lock held by the lock's own transaction, which a fence on another
@@ -82,6 +86,10 @@ static const char SQL_FENCE[] = "/* rowlock:fence */ UPDATE `{{table}}` SET fenc
 static const char SQL_FENCE_HOLD[] = "/* rowlock:fence-hold */ UPDATE `{{table}}_hold` SET fences = fences + 1 "
                                      "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 "
                                      "AND expires_at > UTC_TIMESTAMP(6)";
+/* The same on a cluster: no clock. A taker there passes over an entry only
+ * by deleting it (holders.c), so an entry that is still there is current. */
+static const char SQL_FENCE_HOLD_CL[] = "/* rowlock:fence-hold-cl */ UPDATE `{{table}}_hold` SET fences = fences + 1 "
+                                        "WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
 
 /* Inside a transaction, or autocommit off (the server's last word on this
  * connection: the status flags of its latest reply). */
@@ -128,10 +136,17 @@ static int fence_held(rowlock_lock *l, void *mysql)
                              "fence %s (%s): the application's connection is not inside a transaction (START "
                              "TRANSACTION first: with autocommit the fence would commit at once)",
                              l->shown, l->ops->name);
+    const char *tmpl = SQL_FENCE;
+    if (l->held_multi) {
+        const rowlock__lease_rule *rule;
+        int rc = rowlock__lease_rule_get(c, &rule); /* the grant's connection's rule (cached) */
+        if (rc)
+            return rc;
+        tmpl = (rule->flags & ROWLOCK__RULE_CLOCK) ? SQL_FENCE_HOLD : SQL_FENCE_HOLD_CL;
+    }
     rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__res res = { 0 };
-    int rc = rowlock__db_run_on(c, mysql, RL_STMT(.what = "fence", .tmpl = l->held_multi ? SQL_FENCE_HOLD : SQL_FENCE,
-                                                  .params = p, .nparams = 3, .res = &res));
+    int rc = rowlock__db_run_on(c, mysql, RL_STMT(.what = "fence", .tmpl = tmpl, .params = p, .nparams = 3, .res = &res));
     if (rc == ROWLOCK_EBUSY)
         rc = ROWLOCK_EDB; /* a lock wait timeout or deadlock on the application's transaction: its to retry */
     if (rc)

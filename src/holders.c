@@ -84,6 +84,45 @@
  *   every reader's before it, and readers granted after it get greater
  *   tokens still. The reaper keeps multi-holder names' rows (their tokens),
  *   and deletes holder entries whose lease ended more than its grace ago.
+ *
+ * On a Galera cluster (the cluster lease rule, lease_cluster.c: no
+ *   ROWLOCK__RULE_CLOCK) no node's clock may judge a lease, so the entries
+ *   are judged as the cluster rule judges rows (schema 0007 gives them gen
+ *   and lease_us):
+ *   - every write of an entry by its owner (WRITE: grant, re-entry, a
+ *     waiter's refresh; RENEW_CL) bumps gen and records the lease asked;
+ *   - an acquirer watches the other owners' entries (l->hold_watch: owner,
+ *     token, gen, since, on its own monotonic clock from when its read came
+ *     back) and treats one as live until it has seen it unchanged for its
+ *     lease plus the cluster rule's allowances (rowlock__cluster_wait_us);
+ *     our own entry is live while it exists;
+ *   - a dead entry is deleted in the acquirer's transaction, conditioned on
+ *     the (token, gen) watched (DROP_DEAD): a renewal committed meanwhile
+ *     makes it change nothing (same node: busy, try again) or fails
+ *     certification against it (another node). So a holder passed over
+ *     finds its entry gone: its renewal, release and fence say the lock is
+ *     lost, and its keeper's promise (lease minus drift, from before its
+ *     last write) ended before the acquirer's watch did (the argument of
+ *     lease_cluster.c);
+ *   - renewals carry no clock condition (RENEW_CL): an entry still there
+ *     was passed over by nobody;
+ *   - the names row serialises every grant decision across nodes as on one
+ *     server: each attempt's DRAW writes it, so two decisions made on
+ *     different nodes from the same entries conflict in certification (one
+ *     is busy and tries again); DRAW_CL's tokens are also above the token
+ *     floor, so tickets and tokens stay FIFO across nodes;
+ *   - a name's first shared use converts a one-row grant's row only when it
+ *     is released (owner NULL) or watched unchanged for its lease
+ *     (CONVERT_CL, conditioned on that (token, gen), gen + 1);
+ *   - waiting: wake locks are node-local, so a waiter looks again at least
+ *     every rule->slice_max_s (50 ms) and backs off when a wake lock is
+ *     free at once (its holder is on another node);
+ *   - the reaper (lease_cluster.c) leaves holder entries: the next acquirer
+ *     of the name removes a dead one after watching it a lease.
+ *   The cost, as for rows: an acquirer first watching an entry whose owner
+ *   died waits a whole lease from its first look; a try-once acquirer never
+ *   passes over a dead entry unless its handle watched it a lease earlier.
+ *   Downgrade is refused on a cluster (not done yet).
  */
 #include "rowlock_int.h"
 
@@ -106,6 +145,12 @@ static const char SQL_DRAW[] =
     " permits = IF(? > 0 AND permits = 0, ?, permits) "
     "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
 
+/* The same on a cluster: the new token is also above the token floor. */
+static const char SQL_DRAW_CL[] =
+    "/* rowlock:hold-draw-cl */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__CL_NEW_TOKEN ")),"
+    " permits = IF(? > 0 AND permits = 0, ?, permits) "
+    "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
+
 /* Turn a free row (or no row) into a multi-holder row. Params: name,
  * strategy, permits, strategy, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
  * by an exclusive one-row holder, or another strategy's row). The first
@@ -121,28 +166,60 @@ static const char SQL_CONVERT[] =
     " permits = IF(LAST_INSERT_ID() AND mode <> 1, ?, permits),"
     " mode = IF(LAST_INSERT_ID(), 1, mode)";
 
+/* On a cluster the row is free when released (owner NULL) or when this
+ * handle watched its one-row grant unchanged for its lease (no clock).
+ * Params: name, strategy, permits, strategy, token seen, gen seen, seen
+ * unchanged for its lease (1/0), permits. Rows changed as SQL_CONVERT; gen
+ * + 1 (one-row takers watching the row start over; the DRAW that follows
+ * changes the token too). */
+static const char SQL_CONVERT_CL[] =
+    "/* rowlock:hold-convert-cl */ SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT INTO `{{table}}` (name, strategy, mode, owner, count, token, gen, acquired_at, expires_at, permits) "
+    "VALUES (?, ?, 1, '', 0, 0, 1, NULL, '9999-12-31 00:00:00', ?) "
+    "ON DUPLICATE KEY UPDATE"
+    " owner = IF(LAST_INSERT_ID(strategy = ? AND ((mode = 1 AND owner = '') OR owner IS NULL"
+    " OR (token = ? AND gen = ? AND ?))), '', owner),"
+    " count = IF(LAST_INSERT_ID(), 0, count),"
+    " gen = IF(LAST_INSERT_ID(), gen + 1, gen),"
+    " expires_at = IF(LAST_INSERT_ID(), '9999-12-31 00:00:00', expires_at),"
+    " permits = IF(LAST_INSERT_ID() AND mode <> 1, ?, permits),"
+    " mode = IF(LAST_INSERT_ID(), 1, mode)";
+
+/* Params: name. The names row as the conversion on a cluster judges it:
+ * strategy, held (owner set), token, gen, the lease its holder asked for
+ * (µs; rows written before schema 0003: from the row's own times). */
+static const char SQL_ROW_CL[] =
+    "/* rowlock:hold-row-cl */ SELECT strategy, owner IS NOT NULL, token, gen,"
+    " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
+    "FROM `{{table}}` WHERE name = ?";
+
 /* Params: name. One row per entry (none: a row with NULL entry columns). */
 static const char SQL_ENTRIES[] =
     "/* rowlock:hold-entries */ SELECT t.permits, IFNULL(h.owner, ''), IFNULL(h.mode, 0), IFNULL(h.ticket, 0), IFNULL(h.granted, 0),"
     " IFNULL(h.count, 0), IFNULL(h.token, 0), IFNULL(h.expires_at > UTC_TIMESTAMP(6), 0),"
-    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL "
+    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL,"
+    " IFNULL(h.gen, 0),"
+    " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) "
     "FROM `{{table}}` t LEFT JOIN `{{table}}_hold` h ON h.name = t.name WHERE t.name = ? ORDER BY h.ticket "
     "LOCK IN SHARE MODE";
 
 /* Our entry. Params: name, owner, mode, ticket, granted, granted (for
  * acquired_at), count, wake, wake, token, lease µs (the entry's expiry from
- * now). The wake lock is taken in the same statement, once per session
- * (IS_USED_LOCK guards GET_LOCK, which nests). Assignments read columns
+ * now), lease µs (lease_us). The wake lock is taken in the same statement,
+ * once per session (IS_USED_LOCK guards GET_LOCK, which nests). Every write
+ * bumps gen (the cluster's watchers start over). Assignments read columns
  * before they are assigned only, so both assignment orders agree. */
 static const char SQL_WRITE[] =
-    "/* rowlock:hold-write */ INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at) "
+    "/* rowlock:hold-write */ INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
     "VALUES (?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"
     " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
-    " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
+    " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ?) "
     "ON DUPLICATE KEY UPDATE"
     " acquired_at = IF(VALUES(granted) = 1 AND (granted = 0 OR token <> VALUES(token)), UTC_TIMESTAMP(6), acquired_at),"
     " expires_at = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(expires_at, VALUES(expires_at)),"
     "   VALUES(expires_at)),"
+    " lease_us = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(lease_us, VALUES(lease_us)),"
+    "   VALUES(lease_us)),"
+    " gen = gen + 1,"
     " mode = VALUES(mode), ticket = VALUES(ticket), granted = VALUES(granted), count = VALUES(count), token = VALUES(token)";
 
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
@@ -157,6 +234,17 @@ static const char SQL_FORGET[] =
 static const char SQL_RENEW[] =
     "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+/* On a cluster. Params: lease µs, lease µs, name, owner, token. No clock in
+ * the condition: a taker passes over an entry only by deleting it (after
+ * watching it unchanged for its lease), so an entry still there is ours. */
+static const char SQL_RENEW_CL[] =
+    "/* rowlock:hold-renew-cl */ UPDATE `{{table}}_hold` SET gen = gen + 1, lease_us = GREATEST(lease_us, ?),"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
+/* On a cluster: an entry this handle watched unchanged for its lease. Params:
+ * name, owner, token, gen. Rows: 1 gone, 0 it changed (renewed: live). */
+static const char SQL_DROP_DEAD[] =
+    "/* rowlock:hold-drop-dead */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND gen = ?";
 /* Params: grace µs (count) / grace µs, batch (delete). */
 static const char SQL_REAP_COUNT[] =
     "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
@@ -179,10 +267,12 @@ typedef struct entry {
     uint64_t token;
     int live;
     int64_t expires_in_ms;
+    uint64_t gen;
+    int64_t lease_us;
 } entry;
 
 typedef struct entries {
-    rowlock__col cols[10];
+    rowlock__col cols[12];
     entry cur;
     entry *v;
     size_t n, cap;
@@ -215,24 +305,105 @@ static int entries_row(void *arg)
     x->token = e->cols[6].u;
     x->live = (int)e->cols[7].i;
     x->expires_in_ms = e->cols[8].i;
+    x->gen = e->cols[10].u;
+    x->lease_us = e->cols[11].i;
     return 0;
 }
 
 static int entries_read(rowlock_lock *l, entries *e)
 {
     memset(e, 0, sizeof *e);
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 12; i++)
         e->cols[i].type = ROWLOCK__T_I64;
     e->cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = e->cur.owner, .cap = sizeof e->cur.owner };
     e->cols[3].type = ROWLOCK__T_U64;
     e->cols[6].type = ROWLOCK__T_U64;
+    e->cols[10].type = ROWLOCK__T_U64;
     rowlock__param p = RL_STR(l->name, l->name_len);
     int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = &p,
-                                                .nparams = 1, .cols = e->cols, .ncols = 10, .row_fn = entries_row,
+                                                .nparams = 1, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
                                                 .arg = e));
     if (rc == 0 && e->oom)
         rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
     return rc;
+}
+
+/* ---- watching, on a cluster --------------------------------------------------- */
+
+/* What a handle saw of one entry (or of the names row: owner "") and since
+ * when, on this host's monotonic clock: the cluster rule's "since". */
+typedef struct watch {
+    char owner[ROWLOCK_OWNER_MAX + 1];
+    uint64_t token, gen;
+    int64_t since_us;
+    int mark; /* seen in the latest read */
+} watch;
+
+typedef struct watches {
+    watch *v;
+    size_t n, cap;
+    watch row; /* the names row's one-row grant (owner: unused) */
+    int row_seen;
+} watches;
+
+void rowlock__holders_lock_free(rowlock_lock *l)
+{
+    watches *w = l->hold_watch;
+    if (w)
+        free(w->v);
+    free(w);
+    l->hold_watch = NULL;
+}
+
+static watches *watches_get(rowlock_lock *l)
+{
+    if (l->hold_watch == NULL)
+        l->hold_watch = calloc(1, sizeof(watches));
+    return l->hold_watch;
+}
+
+/* How long (µs) `owner`'s entry has been seen as (token, gen) by this handle,
+ * counting from seen_at (when the read came back) if it is new or changed.
+ * -1: out of memory (the caller then treats the entry as live). */
+static int64_t watch_entry(watches *w, const char *owner, uint64_t token, uint64_t gen, int64_t seen_at)
+{
+    watch *x = NULL;
+    for (size_t i = 0; i < w->n && !x; i++)
+        if (strcmp(w->v[i].owner, owner) == 0)
+            x = &w->v[i];
+    if (x == NULL) {
+        if (w->n == w->cap) {
+            size_t cap = w->cap ? 2 * w->cap : 8;
+            watch *v = realloc(w->v, cap * sizeof *v);
+            if (v == NULL)
+                return -1;
+            w->v = v;
+            w->cap = cap;
+        }
+        x = &w->v[w->n++];
+        snprintf(x->owner, sizeof x->owner, "%s", owner);
+        x->since_us = seen_at;
+        x->token = token;
+        x->gen = gen;
+    } else if (x->token != token || x->gen != gen) {
+        x->since_us = seen_at;
+        x->token = token;
+        x->gen = gen;
+    }
+    x->mark = 1;
+    return seen_at - x->since_us;
+}
+
+/* Forget the watches of entries the latest read did not show (gone). */
+static void watch_prune(watches *w)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < w->n; i++)
+        if (w->v[i].mark) {
+            w->v[k] = w->v[i];
+            w->v[k++].mark = 0;
+        }
+    w->n = k;
 }
 
 /* ---- names of the wake locks ----------------------------------------------- */
@@ -291,7 +462,11 @@ enum { ATT_QUEUED = 1, ATT_ONE_ROW, ATT_EXCLUSIVE_ROW };
  * ATT_ONE_ROW: the name's row is held by an exclusive one-row holder (or
  * belongs to another strategy: then rc is EINVALID); ATT_EXCLUSIVE_ROW: an
  * exclusive handle found no multi-holder row (it takes the one-row path). */
-static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted, blocked *b)
+static int convert_cl(rowlock_lock *l, rowlock__res *res);
+static int judge_entries_cl(rowlock_lock *l, entries *e, int64_t seen_at);
+
+static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted,
+                   blocked *b)
 {
     rowlock_client *c = l->client;
     int rc;
@@ -304,8 +479,8 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
                              RL_I64(l->ops->id) };
     rowlock__res res;
     for (int converted = 0;; converted = 1) {
-        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): lock name", .tmpl = SQL_DRAW, .params = pd,
-                                             .nparams = 4, .res = &res))))
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): lock name", .tmpl = cluster ? SQL_DRAW_CL : SQL_DRAW,
+                                             .params = pd, .nparams = 4, .res = &res))))
             goto fail;
         if (res.affected == 1)
             break;
@@ -318,11 +493,16 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
             b->path = ATT_EXCLUSIVE_ROW;
             return 0;
         }
-        rowlock__param pc[5] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits),
-                                 RL_I64(l->ops->id), RL_I64(l->permits) };
-        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): convert", .tmpl = SQL_CONVERT, .params = pc,
-                                             .nparams = 5, .res = &res))))
-            goto fail;
+        if (cluster) {
+            if ((rc = convert_cl(l, &res)))
+                goto fail;
+        } else {
+            rowlock__param pc[5] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits),
+                                     RL_I64(l->ops->id), RL_I64(l->permits) };
+            if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): convert", .tmpl = SQL_CONVERT, .params = pc,
+                                                 .nparams = 5, .res = &res))))
+                goto fail;
+        }
         if (!(res.affected == 1 || res.insert_id == 1)) {
             rollback(c);
             b->path = ATT_ONE_ROW;
@@ -337,6 +517,10 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
     const uint64_t drawn = res.insert_id;
     entries e;
     if ((rc = entries_read(l, &e))) {
+        free(e.v);
+        goto fail;
+    }
+    if (cluster && (rc = judge_entries_cl(l, &e, rowlock__now_us()))) {
         free(e.v);
         goto fail;
     }
@@ -441,7 +625,7 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
     int64_t ttl_us = *granted ? lease_ms * 1000 : WAITER_TTL_US;
-    rowlock__param pw[11] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
+    rowlock__param pw[12] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
                               RL_U64(tk),
                               RL_I64(*granted),
                               RL_I64(*granted),
@@ -449,9 +633,10 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
                               RL_STR(wake, strlen(wake)),
                               RL_STR(wake, strlen(wake)),
                               RL_U64(*granted ? token : 0),
+                              RL_I64(ttl_us),
                               RL_I64(ttl_us) };
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
-                                         .nparams = 11, .res = &res))))
+                                         .nparams = 12, .res = &res))))
         goto fail;
     if ((rc = rowlock__db_simple(c, "acquire (insert): commit", SQL_COMMIT)))
         goto fail;
@@ -462,6 +647,93 @@ static int attempt(rowlock_lock *l, int64_t lease_ms, int try_once, uint64_t *ti
 fail:
     rollback(c);
     *granted = 0;
+    return rc;
+}
+
+/* On a cluster, inside the attempt's transaction, after a DRAW that found
+ * no multi-holder row: the conversion, judging a one-row grant by watching
+ * it (res: SQL_CONVERT_CL's). */
+static int convert_cl(rowlock_lock *l, rowlock__res *res)
+{
+    rowlock_client *c = l->client;
+    watches *w = watches_get(l);
+    if (w == NULL)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
+    rowlock__col cols[5];
+    memset(cols, 0, sizeof cols);
+    for (int i = 0; i < 5; i++)
+        cols[i].type = ROWLOCK__T_I64;
+    cols[2].type = ROWLOCK__T_U64;
+    cols[3].type = ROWLOCK__T_U64;
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    rowlock__res rr;
+    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): read row", .tmpl = SQL_ROW_CL, .params = &p,
+                                        .nparams = 1, .cols = cols, .ncols = 5, .res = &rr));
+    if (rc)
+        return rc;
+    const int64_t seen_at = rowlock__now_us();
+    int dead = 0;
+    uint64_t token = 0, gen = 0;
+    if (rr.rows == 1 && cols[1].i) {
+        token = cols[2].u;
+        gen = cols[3].u;
+        if (!w->row_seen || w->row.token != token || w->row.gen != gen) {
+            w->row_seen = 1;
+            w->row.token = token;
+            w->row.gen = gen;
+            w->row.since_us = seen_at;
+        }
+        dead = seen_at - w->row.since_us >= rowlock__cluster_wait_us(cols[4].i);
+    }
+    rowlock__param pc[8] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits), RL_I64(l->ops->id),
+                             RL_U64(token), RL_U64(gen), RL_I64(dead), RL_I64(l->permits) };
+    rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): convert", .tmpl = SQL_CONVERT_CL, .params = pc,
+                                    .nparams = 8, .res = res));
+    if (rc == 0 && (res->affected == 1 || res->insert_id == 1))
+        w->row_seen = 0;
+    return rc;
+}
+
+/* On a cluster, inside the attempt's transaction: which entries of others
+ * are live is judged by watching, never by expires_at (a node's clock).
+ * An entry this handle has seen unchanged for its lease (plus the drift
+ * and margin allowances) is dead: it is deleted here, conditioned on the
+ * (token, gen) watched, so that its owner's renewal meanwhile (any node)
+ * either makes the delete change nothing (then this attempt is busy) or
+ * fails certification against it, and its owner's later renewal or fence
+ * finds nothing (the lock is lost). Our own entry is live while it exists
+ * (nobody else deletes it but such a taker). seen_at: when the read of the
+ * entries came back. */
+static int judge_entries_cl(rowlock_lock *l, entries *e, int64_t seen_at)
+{
+    rowlock_client *c = l->client;
+    watches *w = watches_get(l);
+    if (w == NULL)
+        return rowlock__fail(c, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
+    int rc = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        entry *x = &e->v[i];
+        if (strcmp(x->owner, c->owner) == 0) {
+            x->live = 1;
+            continue;
+        }
+        int64_t seen_for = watch_entry(w, x->owner, x->token, x->gen, seen_at);
+        x->live = seen_for < 0 || seen_for < rowlock__cluster_wait_us(x->lease_us);
+        if (x->live || rc)
+            continue;
+        rowlock__param p[4] = { RL_STR(l->name, l->name_len), RL_STR(x->owner, strlen(x->owner)), RL_U64(x->token),
+                                RL_U64(x->gen) };
+        rowlock__res res;
+        rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): drop a dead entry", .tmpl = SQL_DROP_DEAD,
+                                        .params = p, .nparams = 4, .res = &res));
+        if (rc == 0 && res.affected != 1) {
+            char owner[4 * ROWLOCK_OWNER_MAX + 8];
+            rowlock_escape(owner, sizeof owner, x->owner, strlen(x->owner));
+            rc = rowlock__fail(c, ROWLOCK_EBUSY, "acquire %.150s (insert, %s): the entry of %.150s changed as it lapsed",
+                               l->shown, mode_name(l->mode), owner);
+        }
+    }
+    watch_prune(w);
     return rc;
 }
 
@@ -502,18 +774,12 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     if (l->permits > ROWLOCK_PERMITS_MAX)
         return rowlock__fail(c, ROWLOCK_EINVALID, "acquire %s: %u permits is over the limit (%u)", l->shown,
                              l->permits, ROWLOCK_PERMITS_MAX);
-    /* Not on a Galera cluster (yet): the holders' leases and the conversion
-     * of a free row are judged by expires_at, i.e. by node clocks, which the
-     * cluster rule (lease_cluster.c) exists to avoid. */
+    /* One server: leases judged by expires_at. A cluster: by watching. */
     const rowlock__lease_rule *rule;
     int rc0 = rowlock__lease_rule_get(c, &rule);
     if (rc0)
         return rc0;
-    if (!(rule->flags & ROWLOCK__RULE_MULTI))
-        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "acquire %s: shared locks and semaphores are not supported on a Galera cluster (their "
-                             "leases would depend on node clocks); use exclusive locks there",
-                             l->shown);
+    const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
     const int64_t start = rowlock__now_us();
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
@@ -523,7 +789,7 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     for (;;) {
         int granted = 0;
         blocked b;
-        int rc = attempt(l, lease_ms, wait_ms == 0, &ticket, &granted, &b);
+        int rc = attempt(l, cluster, lease_ms, wait_ms == 0, &ticket, &granted, &b);
         if (rc == ROWLOCK_EBUSY && b.path == 0) {
             /* A lock wait or deadlock on the name's row (another acquirer's
              * transaction, a for-update holder): try again shortly. */
@@ -573,6 +839,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
         }
         int64_t left_us = deadline - now;
         double slice = b.path == ATT_QUEUED ? b.slice_cap_s : 1.0;
+        if (cluster && slice > rule->slice_max_s)
+            slice = rule->slice_max_s; /* wake locks are node-local: look again often */
         if ((double)left_us / 1e6 < slice)
             slice = (double)left_us / 1e6;
         int w;
@@ -582,7 +850,19 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             w = wait_wake(c, b.wake, slice);
         else
             w = 1;
-        if (w == 1 && b.path == ATT_QUEUED && b.blocker_ms > 0 && b.wake[0]) {
+        if (cluster && w != 0) {
+            /* Free at once (a blocker on another node, or one gone), an
+             * error, or a busy statement (certification): back off, capped
+             * at the slice; the next attempt judges the entries again. */
+            int64_t d = rowlock__backoff_us(polls < 16 ? polls++ : 16, 2000, (int64_t)(rule->slice_max_s * 1e6),
+                                            rowlock__rand32(&c->rng));
+            if (d > deadline - rowlock__now_us())
+                d = deadline - rowlock__now_us();
+            if (d > 0)
+                rowlock__sleep_us(d);
+        } else if (cluster) {
+            polls = 0;
+        } else if (w == 1 && b.path == ATT_QUEUED && b.blocker_ms > 0 && b.wake[0]) {
             /* The blocker's wake lock is free but its entry was live: its
              * session is gone (or it is between statements). Wait for its
              * lease, polling with capped backoff. */
@@ -643,10 +923,16 @@ int rowlock__holders_release(rowlock_lock *l)
 int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
-    rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
-                            RL_U64(l->token) };
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
+    if (rc)
+        return rc;
+    const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
+    rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len),
+                            RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__res res;
-    int rc = rowlock__lease_exec_retrying(l, "renew", SQL_RENEW, p, 4, &res);
+    rc = cluster ? rowlock__lease_exec_retrying(l, "renew", SQL_RENEW_CL, p, 5, &res)
+                 : rowlock__lease_exec_retrying(l, "renew", SQL_RENEW, p + 1, 4, &res);
     if (rc)
         return rc;
     return res.affected == 1 ? 0 : lost(l, "renew");
@@ -756,12 +1042,12 @@ static int downgrade_one_row(rowlock_lock *l, int64_t lease_ms)
     int64_t lease_us = cols[1].i > lease_ms * 1000 ? cols[1].i : lease_ms * 1000;
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
-    rowlock__param pw[11] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(ROWLOCK_MODE_SHARED),
+    rowlock__param pw[12] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(ROWLOCK_MODE_SHARED),
                               RL_U64(l->token), RL_I64(1), RL_I64(1), RL_I64(1),
                               RL_STR(wake, strlen(wake)), RL_STR(wake, strlen(wake)),
-                              RL_U64(l->token), RL_I64(lease_us) };
+                              RL_U64(l->token), RL_I64(lease_us), RL_I64(lease_us) };
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "downgrade (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
-                                         .nparams = 11, .res = &res))))
+                                         .nparams = 12, .res = &res))))
         goto fail;
     rowlock__param pc[4] = { RL_I64(l->permits), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                              RL_U64(l->token) };
@@ -805,10 +1091,10 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
     int rc = rowlock__lease_rule_get(c, &rule);
     if (rc)
         return rc;
-    if (!(rule->flags & ROWLOCK__RULE_MULTI))
+    if (!(rule->flags & ROWLOCK__RULE_CLOCK))
         return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "downgrade %s (insert): shared locks are not supported on a Galera cluster (their "
-                             "leases would depend on node clocks), so an exclusive lock cannot become one",
+                             "downgrade %s (insert): not supported on a Galera cluster yet (release, then acquire "
+                             "shared)",
                              l->shown);
     if (other_holds(l) > 0 || l->held != 1)
         return rowlock__fail(c, ROWLOCK_EINVALID,

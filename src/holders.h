@@ -37,5 +37,7 @@ int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info);
  * than grace_ms ago, `batch` per statement (dry run: count them); adds the
  * number to *purged. Multi-holder names' rows stay (their tokens). */
 int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged);
+/* The handle is freed: free what holders.c kept in it (l->hold_watch). */
+void rowlock__holders_lock_free(rowlock_lock *l);
 
 #endif

@@ -114,5 +114,10 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms);
  */
 #define ROWLOCK__NEW_TOKEN \
     "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)))"
+/* The same on a Galera cluster (lease_cluster.c, holders.c): also above the
+ * token floor, which the reaper raises to the largest token it deletes. */
+#define ROWLOCK__CL_NEW_TOKEN                                                                                 \
+    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)),"         \
+    " IFNULL((SELECT f.token + 1 FROM `{{table}}_floor` f WHERE f.id = 1 LOCK IN SHARE MODE), 1))"
 
 #endif

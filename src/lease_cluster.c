@@ -73,9 +73,7 @@
 #define ROWLOCK__CLUSTER_SLICE_S 0.05
 
 /* A new token on a cluster: ROWLOCK__NEW_TOKEN and above the floor. */
-#define CL_NEW_TOKEN                                                                                          \
-    "GREATEST(NEXTVAL(`{{table}}_token`), TIMESTAMPDIFF(MICROSECOND, '1970-01-01', UTC_TIMESTAMP(6)),"         \
-    " IFNULL((SELECT f.token + 1 FROM `{{table}}_floor` f WHERE f.id = 1 LOCK IN SHARE MODE), 1))"
+#define CL_NEW_TOKEN ROWLOCK__CL_NEW_TOKEN
 
 /* Params: name. The row as a taker needs it; lease_us 0 (a row written
  * before schema 0003, or by a single server) falls back to the row's own
@@ -145,8 +143,8 @@ static const char CL_RENEW[] =
     " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ?";
 
-/* How long a taker must see a held row unchanged, in µs. */
-static int64_t cluster_wait_us(int64_t lease_us)
+/* How long a taker must see a held row unchanged, in µs (lease_rule.h). */
+int64_t rowlock__cluster_wait_us(int64_t lease_us)
 {
     return lease_us + lease_us / 1000000 * ROWLOCK__CLUSTER_DRIFT_PPM + ROWLOCK__CLUSTER_MARGIN_US;
 }
@@ -267,7 +265,7 @@ static int cluster_attempt(rowlock_lock *l, int64_t lease_ms, int64_t remaining_
         return 0;
     }
     const int64_t seen_for = seen_at - L->cl_since_us;
-    const int64_t lease_wait = r.held ? cluster_wait_us(r.lease_us) : 0;
+    const int64_t lease_wait = r.held ? rowlock__cluster_wait_us(r.lease_us) : 0;
     const int ours = strcmp(r.owner, c->owner) == 0;
     int ended = !r.held || ours || seen_for >= lease_wait;
     /* A reservation of another waiter holds unless it went unused while
@@ -544,7 +542,7 @@ static int reap_judge(rowlock_client *c, const reap_seen *e, int dry_run, rowloc
 
 static int64_t seen_due(const reap_seen *e)
 {
-    return e->since_us + cluster_wait_us(e->lease_us);
+    return e->since_us + rowlock__cluster_wait_us(e->lease_us);
 }
 
 static int cluster_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int64_t max_us, int wait_leases,

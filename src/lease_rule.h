@@ -21,8 +21,10 @@
 
 enum {
     ROWLOCK__RULE_QUEUE = 1u << 0,  /* the waiter queue's hand-off may be used (it is node-local) */
-    ROWLOCK__RULE_MULTI = 1u << 1,  /* multi-holder names (shared locks, semaphores: holders.c) may be
-                                       used: their leases are judged by expires_at */
+    ROWLOCK__RULE_CLOCK = 1u << 1,  /* leases are judged by the server's clock (expires_at against
+                                       UTC_TIMESTAMP): one server. Without it (a cluster) holders.c
+                                       watches entries as the cluster rule watches rows, and
+                                       downgrade is refused */
     ROWLOCK__RULE_CAUSAL = 1u << 2  /* a read that must see every grant committed anywhere (inspect)
                                        waits for the cluster (wsrep_sync_wait) */
 };
@@ -61,6 +63,12 @@ typedef struct rowlock__lease_rule {
 
 extern const rowlock__lease_rule rowlock__lease_rule_server;
 extern const rowlock__lease_rule rowlock__lease_rule_cluster;
+
+/* The cluster rule's wait (lease_cluster.c): how long a taker must see a
+ * lease row or holder entry unchanged, on its own monotonic clock, before it
+ * may take it over, for a lease of lease_us: the lease plus the drift and
+ * margin allowances. */
+int64_t rowlock__cluster_wait_us(int64_t lease_us);
 
 /* The rule of c's connection in *out: chosen at its first use after a
  * connect (one probe, rowlock__galera_node), then cached. The test builds

@@ -23,7 +23,7 @@ static const char LEASE_ADOPT[] =
 
 const rowlock__lease_rule rowlock__lease_rule_server = {
     .name = "server",
-    .flags = ROWLOCK__RULE_QUEUE | ROWLOCK__RULE_MULTI,
+    .flags = ROWLOCK__RULE_QUEUE | ROWLOCK__RULE_CLOCK,
     .renew_sql = LEASE_RENEW,
     .adopt_sql = LEASE_ADOPT,
     .lease_args = 1,

@@ -171,6 +171,7 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l)
         }
         if (l->ops->lock_free)
             l->ops->lock_free(l);
+        rowlock__holders_lock_free(l);
         if (l->prev)
             l->prev->next = l->next;
         else

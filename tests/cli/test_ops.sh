@@ -134,19 +134,38 @@ lrc=$?
 ((rrc == 78 && lrc == 78))
 check $? "an unsupported combination: run and lock both exit 78 (run $rrc, lock $lrc)" \
     "$(cat "$W/run.err" "$W/lock.err")"
-# Shared locks on a Galera cluster (the cluster lease rule, forced for the
-# test through the test build of the library, which alone reads
-# ROWLOCK_LEASE_RULE): refused at acquire, 78 from both (lock gave 69).
+# Shared locks and semaphores under the Galera cluster's lease rule (forced
+# for the test through the test build of the library, which alone reads
+# ROWLOCK_LEASE_RULE): granted, as on one server (issue 29 item 3).
 LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" run -s cl-name true >/dev/null 2>"$W/run.err"
 rrc=$?
-LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" lock -s cl-name >/dev/null 2>"$W/lock.err"
+LD_LIBRARY_PATH="$ROWLOCK_TESTLIB_DIR" ROWLOCK_LEASE_RULE=cluster "${R[@]}" run --permits 2 cl-sem true >/dev/null 2>"$W/lock.err"
 lrc=$?
-((rrc == 78 && lrc == 78))
-check $? "shared on a cluster: run and lock both exit 78 (run $rrc, lock $lrc)" "$(cat "$W/run.err" "$W/lock.err")"
-# The shipped library ignores the variable: it cannot switch a client to
-# another lease rule than its server's (here one server: shared is granted).
-ROWLOCK_LEASE_RULE=cluster "${R[@]}" run -s cl-name true >/dev/null 2>"$W/run.err"
-check $? "the installed library ignores ROWLOCK_LEASE_RULE (run -s on one server exits 0)" "$(cat "$W/run.err")"
+((rrc == 0 && lrc == 0))
+check $? "shared and semaphore under the cluster rule: run -s and run --permits exit 0 (run -s $rrc, --permits $lrc)" \
+    "$(cat "$W/run.err" "$W/lock.err")"
+# Downgrade is refused under the cluster rule (78); the shipped library
+# ignores the variable: it cannot switch a client to another lease rule than
+# its server's (here one server: the downgrade is done, 0).
+dg() { # LIB: "" (shipped) or the test build's directory; prints unlock --downgrade's exit
+    (
+        export ROWLOCK_LEASE_RULE=cluster
+        [[ -n $1 ]] && export LD_LIBRARY_PATH="$1"
+        # Not under timeout(1): lock and unlock find the holder by their
+        # parent, this shell.
+        local L=("$RL" --defaults-file="$CNF" --connect-timeout 2 --table "$T")
+        eval "$("${L[@]}" lock -n cl-dg-$$ 2>>"$W/dg.err")" || exit 90
+        "${L[@]}" unlock --downgrade 2>>"$W/dg.err"
+        rc=$?
+        "${L[@]}" unlock 2>>"$W/dg.err"
+        echo "$rc"
+    )
+}
+drc_test=$(dg "$ROWLOCK_TESTLIB_DIR")
+drc_shipped=$(dg "")
+[[ $drc_test == 78 && $drc_shipped == 0 ]]
+check $? "downgrade under the forced cluster rule exits 78; the installed library ignores ROWLOCK_LEASE_RULE (0) (test build $drc_test, installed $drc_shipped)" \
+    "$(cat "$W/dg.err")"
 for cmd in run lock; do
     "$RL" "$cmd" --help >"$W/help.out" 2>&1
     grep -Eq '^ *78 ' "$W/help.out" && grep -Eq '^ *69 ' "$W/help.out" && grep -Eq '^ *75 ' "$W/help.out"

@@ -133,6 +133,13 @@ foreach(s insert for-update)
   add_test(NAME db_modes_${sid} COMMAND test_modes ${s})
   rowlock_db_test(db_modes_${sid} TIMEOUT 300)
 endforeach()
+# The same suite under the cluster lease rule on one server (the seam build
+# reads ROWLOCK_LEASE_RULE=cluster): holders-table entries judged by
+# watching (src/holders.c), not by expires_at; own table t_modes_cl.
+rowlock_inject_program(test_modes_inject ${_db}/test_modes.c)
+add_test(NAME db_modes_insert_cluster_rule COMMAND test_modes_inject insert)
+rowlock_db_test(db_modes_insert_cluster_rule TIMEOUT 300)
+set_property(TEST db_modes_insert_cluster_rule APPEND PROPERTY ENVIRONMENT "ROWLOCK_LEASE_RULE=cluster")
 # rowlock_downgrade: exclusive to shared without letting go (insert; the
 # other strategies' refusals too).
 rowlock_db_program(test_downgrade ${_db}/test_downgrade.c)

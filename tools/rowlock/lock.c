@@ -116,7 +116,7 @@ const char rl_usage_unlock[] =
     "not answer (--downgrade: or the database failed; the lock is still exclusive);\n"
     "75 the lock was lost before unlock (the commands since then ran without it);\n"
     "78 --downgrade of a strategy that cannot (for-update, optimistic) or on a Galera\n"
-    "cluster (no shared locks there).\n";
+    "cluster (not done there yet).\n";
 
 /* run's options (the shared list, rowlock_cli.h) plus lock's own. */
 enum { LO_PID = 1, LO_JSON };

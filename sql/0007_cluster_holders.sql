@@ -1,0 +1,21 @@
+-- 0007: shared locks and semaphores on a Galera cluster (issue 29 item 3).
+--
+-- Minimum server: MariaDB 10.3 (ADD COLUMN IF NOT EXISTS, instant ADD
+-- COLUMN); tested on MariaDB 10.11 and Galera 4. src/holders.c ("On a
+-- Galera cluster") is the design.
+--
+-- {{table}} is replaced as in 0001. Statements end with ";" at the end of a
+-- line; no ";" elsewhere. Every statement is safe to run again. Live locks
+-- survive: instant column additions with defaults, nothing rewritten.
+--
+-- On the holders table, what the cluster lease rule (src/lease_cluster.c)
+-- already has on the names table (0003), so that no node clock judges an
+-- entry's lease:
+--   gen       +1 at every write of the entry by its owner (grant, re-entry,
+--             renewal, a waiter's refresh): a taker that sees (token, gen)
+--             unchanged for the entry's lease on its own monotonic clock
+--             may remove it, with a delete conditional on that (token, gen)
+--   lease_us  the lease the entry's owner asked for at its last write (the
+--             largest since its grant), in microseconds; a waiter's entry:
+--             how long it lives past its last refresh
+ALTER TABLE `{{table}}_hold` ADD COLUMN IF NOT EXISTS gen BIGINT UNSIGNED NOT NULL DEFAULT 0, ADD COLUMN IF NOT EXISTS lease_us BIGINT NOT NULL DEFAULT 0;
