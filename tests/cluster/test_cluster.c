@@ -1344,6 +1344,7 @@ typedef struct msect {
     int worker, shared;
     uint64_t token;
     int64_t t_in, t_out; /* CLOCK_MONOTONIC µs */
+    int64_t t_req;       /* before the acquire */
 } msect;
 
 typedef struct mode_history {
@@ -1381,7 +1382,7 @@ static rowlock_lock *mode_handle(rowlock_client *c, const char *name, int shared
 }
 
 /* One critical section of h's name through l (a grant just returned). */
-static void mode_section(mode_history *h, rowlock_lock *l, int idx, int shared, unsigned *seed)
+static void mode_section(mode_history *h, rowlock_lock *l, int idx, int shared, int64_t t_req, unsigned *seed)
 {
     int64_t t_in = tu_now_us();
     if (shared) {
@@ -1398,7 +1399,7 @@ static void mode_section(mode_history *h, rowlock_lock *l, int idx, int shared, 
     int64_t t_out = tu_now_us();
     int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
     if (i < MODE_MAX)
-        h->g[i] = (msect){ idx, shared, rowlock_lock_token(l), t_in, t_out };
+        h->g[i] = (msect){ idx, shared, rowlock_lock_token(l), t_in, t_out, t_req };
     h->per_worker[idx]++;
 }
 
@@ -1434,7 +1435,7 @@ static int mode_worker(void *arg, int idx)
                 break; /* refused outright: no point in trying for seconds */
             continue;
         }
-        mode_section(h, l, idx, shared, &seed);
+        mode_section(h, l, idx, shared, t_req, &seed);
         rc = rowlock_release(l);
         if (rc != 0)
             mode_error(h, idx, "release", rc, c);
@@ -1532,13 +1533,22 @@ static mode_figures mode_check(mode_history *h, const char *what)
     }
     qsort(ev, (size_t)(2 * n), sizeof ev[0], cmp_i64);
     int cur = 0;
+    int64_t t_over = -1; /* the first moment over the permits */
     for (int i = 0; i < 2 * n; i++) {
         cur += ev[i] & 1 ? 1 : -1;
         f.max_holders = cur > f.max_holders ? cur : f.max_holders;
+        if (h->permits && cur > (int)h->permits && t_over < 0)
+            t_over = ev[i] / 2;
     }
     free(ev);
     if (h->permits && f.max_holders > (int)h->permits) {
-        fprintf(stderr, "%s: %d holders at once, over the %u permits\n", what, f.max_holders, h->permits);
+        fprintf(stderr, "%s: %d holders at once, over the %u permits; at %lld:\n", what, f.max_holders, h->permits,
+                (long long)t_over);
+        for (int i = 0; i < n; i++)
+            if (g[i].t_in <= t_over && t_over < g[i].t_out)
+                fprintf(stderr, "  worker %d (node %d) token %llu: asked %lld, in %lld, out %lld\n", g[i].worker,
+                        g[i].worker % 3 + 1, (unsigned long long)g[i].token, (long long)g[i].t_req,
+                        (long long)g[i].t_in, (long long)g[i].t_out);
         f.violations++;
     }
     if (h->counter != h->writer_grants) {
@@ -1610,6 +1620,86 @@ static void test_semaphore__at_most_n_holders_on_three_nodes(void **state)
 {
     (void)state;
     semaphore_of_2("sem2", 10000, 5);
+}
+
+/* The first use of a semaphore name, on three nodes at once: round r, the
+ * three workers (one per node) ask for name "first-r" with 1 permit at the
+ * same moment (a schedule: the point is to collide), hold it 0.1 s; at most
+ * one may hold it at a time. */
+#define FIRST_ROUNDS 12
+
+typedef struct first_history {
+    int64_t start_us;
+    int errors;
+    char first_error[512];
+    int grants[FIRST_ROUNDS];
+    msect g[FIRST_ROUNDS][3];
+} first_history;
+
+static int first_worker(void *arg, int idx)
+{
+    first_history *h = arg;
+    rowlock_client *c = tu_child_client(CNF[idx + 1], TABLE);
+    if (c == NULL)
+        return 10;
+    for (int r = 0; r < FIRST_ROUNDS; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "first-%d", r);
+        rowlock_lock *l = mode_handle(c, name, 1, 1);
+        if (l == NULL)
+            return 11;
+        int64_t at = h->start_us + (int64_t)r * 500000;
+        while (tu_now_us() < at)
+            ;
+        int64_t t_req = tu_now_us();
+        int rc = rowlock_acquire(l, 5000, 10000);
+        if (rc == 0) {
+            int64_t t_in = tu_now_us();
+            usleep(100000);
+            int64_t t_out = tu_now_us();
+            int i = __atomic_fetch_add(&h->grants[r], 1, __ATOMIC_SEQ_CST);
+            if (i < 3)
+                h->g[r][i] = (msect){ idx, 1, rowlock_lock_token(l), t_in, t_out, t_req };
+            rc = rowlock_release(l);
+        }
+        if (rc != 0 && __atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(h->first_error, sizeof h->first_error, "node %d, %s: %s: %s", idx + 1, name,
+                     rowlock_error_name(rc), rowlock_client_errmsg(c));
+        rowlock_lock_free(l);
+    }
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_semaphore__first_use_on_three_nodes_at_once(void **state)
+{
+    (void)state;
+    first_history *h = tu_shm(sizeof *h);
+    h->start_us = tu_now_us() + 1000000; /* after the children connected */
+    int status[3];
+    int failed = tu_run_children(3, first_worker, h, status, 120000);
+    int bad = 0;
+    for (int r = 0; r < FIRST_ROUNDS; r++)
+        for (int i = 0; i < 3 && i < h->grants[r]; i++)
+            for (int j = i + 1; j < 3 && j < h->grants[r]; j++) {
+                const msect *a = &h->g[r][i], *b = &h->g[r][j];
+                if (a->t_in < b->t_out && b->t_in < a->t_out) {
+                    fprintf(stderr, "first-%d (1 permit): node %d (token %llu, asked %lld, in %lld, out %lld) and node "
+                                    "%d (token %llu, asked %lld, in %lld, out %lld) held it at once\n",
+                            r, a->worker + 1, (unsigned long long)a->token, (long long)a->t_req, (long long)a->t_in,
+                            (long long)a->t_out, b->worker + 1, (unsigned long long)b->token, (long long)b->t_req,
+                            (long long)b->t_in, (long long)b->t_out);
+                    bad++;
+                }
+            }
+    fprintf(stderr, "first use of a 1-permit semaphore on 3 nodes at once, %d rounds: %d held at once\n",
+            FIRST_ROUNDS, bad);
+    if (h->errors)
+        fprintf(stderr, "%d errors; first: %s\n", h->errors, h->first_error);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(h->errors, 0);
+    tu_shm_free(h, sizeof *h);
 }
 
 /* Node 3's clock 5 s behind: its holders write expires_at 5 s in the past
@@ -1876,6 +1966,7 @@ static int mfair_reader(void *arg, int idx)
         return 11;
     int announced = 0;
     while (!h->stop && tu_now_us() < h->until_us) {
+        int64_t t_req = tu_now_us();
         int rc = rowlock_acquire(l, 2000, 10000);
         if (rc == ROWLOCK_EBUSY)
             continue;
@@ -1892,7 +1983,7 @@ static int mfair_reader(void *arg, int idx)
         int64_t t_out = tu_now_us();
         int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
         if (i < MODE_MAX)
-            h->g[i] = (msect){ idx, 1, rowlock_lock_token(l), t_in, t_out };
+            h->g[i] = (msect){ idx, 1, rowlock_lock_token(l), t_in, t_out, t_req };
         h->per_worker[idx]++;
         if (rowlock_release(l) != 0)
             return 13;
@@ -2030,6 +2121,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest modes_tests[] = {
         CL_TEST(test_shared__readers_and_writers_on_three_nodes),
         CL_TEST(test_semaphore__at_most_n_holders_on_three_nodes),
+        CL_TEST(test_semaphore__first_use_on_three_nodes_at_once),
         CL_TEST(test_modes__cli_permits_and_shared_runs),
         CL_TEST(test_modes__a_paused_shared_holder_loses_to_a_writer_on_another_node),
         CL_TEST(test_fairness__a_writer_is_not_starved_by_readers_on_other_nodes),
