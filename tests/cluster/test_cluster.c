@@ -1351,6 +1351,7 @@ typedef struct mode_history {
     char name[32];
     unsigned permits; /* 0: shared/exclusive mix; N: every worker a semaphore holder of N */
     int64_t lease_ms;
+    int64_t start_us; /* the run began (the times printed are CLOCK_MONOTONIC µs) */
     int64_t until_us;
     volatile int stop; /* fairness case: the readers stop */
     volatile long counter;
@@ -1561,6 +1562,9 @@ static mode_figures mode_check(mode_history *h, const char *what)
     }
     if (h->n > MODE_MAX)
         fprintf(stderr, "%s: %d sections, only the first %d checked\n", what, h->n, MODE_MAX);
+    if (f.violations)
+        fprintf(stderr, "%s: the run began at %lld, its first grant at %lld\n", what, (long long)h->start_us,
+                n ? (long long)g[0].t_in : -1LL);
     return f;
 }
 
@@ -1571,7 +1575,8 @@ static mode_figures mode_run(const char *name, unsigned permits, int64_t lease_m
     snprintf(h->name, sizeof h->name, "%s", name);
     h->permits = permits;
     h->lease_ms = lease_ms;
-    h->until_us = tu_now_us() + (int64_t)seconds * 1000000;
+    h->start_us = tu_now_us();
+    h->until_us = h->start_us + (int64_t)seconds * 1000000;
     int status[MODE_WORKERS];
     int failed = tu_run_children(MODE_WORKERS, mode_worker, h, status, (int64_t)(seconds + 60) * 1000);
     mode_figures f = mode_check(h, name);
