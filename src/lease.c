@@ -281,6 +281,31 @@ static double slice_s(int64_t deadline)
     return left > 0 ? (double)left / 1e6 : 0;
 }
 
+/* A waiter behind the queue's head waits on the head lock (the server
+ * grants it in FIFO order when the head leaves) in slices this long, so an
+ * idle waiter costs the server about two statements per slice; the head
+ * alone looks at the row in 1 s slices. Between slices it tries the row
+ * ungated once (a head stuck in a paused process delays those behind it by
+ * at most this much: a hand-off to such a head costs a lease anyway). Not
+ * longer than the client's read timeout allows (a wait the client library
+ * cut would cost a reconnect). */
+#define QUEUE_SLICE_MAX_S 30.0
+
+static double queue_slice_s(const rowlock_client *c, int64_t deadline)
+{
+    double cap = QUEUE_SLICE_MAX_S;
+    if (c->read_timeout_ms > 0) {
+        /* the client library rounds the read timeout up to whole seconds */
+        double rt = (double)((c->read_timeout_ms + 999) / 1000) - 1.0;
+        if (rt < cap)
+            cap = rt < 1.0 ? 1.0 : rt;
+    }
+    int64_t left = deadline - rowlock__now_us();
+    if ((double)left / 1e6 > cap)
+        return cap;
+    return left > 0 ? (double)left / 1e6 : 0;
+}
+
 typedef int (*attempt_fn)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags);
 
 /* One attempt under the connection's lease rule: the rule's own attempt
@@ -375,7 +400,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
         if (joined == 1 && !head) {
             /* Queue for the head lock: the server grants it in FIFO order. */
-            int q = named_call(l, SQL_HINT_WAIT, L->qname, L->qname_len, slice_s(deadline));
+            int q = named_call(l, SQL_HINT_WAIT, L->qname, L->qname_len, queue_slice_s(l->client, deadline));
             if (q == 0) {
                 flags |= ROWLOCK__TRY_UNGATED; /* a whole slice passed: look at the row again */
                 continue;
