@@ -647,6 +647,8 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
 fail:
     rollback(c);
     *granted = 0;
+    if (rc == ROWLOCK_EBUSY)
+        b->path = 0; /* a deadlock or certification failure (a queued waiter's write or commit too): try again */
     return rc;
 }
 

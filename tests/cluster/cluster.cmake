@@ -38,6 +38,16 @@ set_tests_properties(cluster_main PROPERTIES
   TIMEOUT 600
   ENVIRONMENT "ROWLOCK_CLUSTER=${ROWLOCK_CLUSTER_SCRIPT};ROWLOCK_CLUSTER_DIR=${ROWLOCK_CLUSTER_DIR};ROWLOCK_DEFAULTS_FILE=${ROWLOCK_CLUSTER_DIR}/node1.cnf;ROWLOCK_CLI=$<TARGET_FILE:tool_rowlock>")
 
+# Shared locks and semaphores on the cluster (issue 29 item 3): test_cluster's
+# group "modes", apart so that it can run alone (`ctest -R cluster_modes`).
+add_test(NAME cluster_modes COMMAND test_cluster modes)
+set_tests_properties(cluster_modes PROPERTIES
+  LABELS "cluster"
+  FIXTURES_REQUIRED cluster
+  RESOURCE_LOCK rowlock_private_server
+  TIMEOUT 600
+  ENVIRONMENT "ROWLOCK_CLUSTER=${ROWLOCK_CLUSTER_SCRIPT};ROWLOCK_CLUSTER_DIR=${ROWLOCK_CLUSTER_DIR};ROWLOCK_DEFAULTS_FILE=${ROWLOCK_CLUSTER_DIR}/node1.cnf;ROWLOCK_CLI=$<TARGET_FILE:tool_rowlock>")
+
 # The one-shot reaper on the cluster (issue 29 item 4): test_cluster's group
 # "reaper", apart so that it can run alone (`ctest -R cluster_reaper`).
 add_test(NAME cluster_reaper COMMAND test_cluster reaper)

@@ -38,6 +38,26 @@
  * crashed holders' rows with --wait-leases, keeps a live holder's, and
  * reports what it left.
  *
+ * `test_cluster modes` (ctest cluster_modes; issue 29 item 3): shared locks
+ * and semaphores (insert) across nodes, under the cluster lease rule:
+ *
+ *   - readers and writers of one name on all three nodes: no writer's
+ *     section overlaps another section, readers do share, no lost update,
+ *     every exclusive token above every earlier one, any section's token
+ *     above those of the sections that ended before it, no error but busy; a semaphore of 2: at most 2 holders at once,
+ *     and 2 reached;
+ *   - both again with node 3's clock 5 s behind (3 s leases);
+ *   - a node killed (SIGKILL) under a shared holder: the exclusive waiter on
+ *     another node is granted no earlier than the holder's lease from its
+ *     last renewal request; the node rejoins and grants a shared lock;
+ *   - a shared holder SIGSTOPped past its lease (no keeper): a writer on
+ *     another node is granted no earlier than the lease from the holder's
+ *     acquire request, and the holder's renewal then says ENOTOWNER;
+ *   - fairness: a writer on node 1 among readers on nodes 2 and 3 holding in
+ *     a tight loop is granted within its wait (the time is printed);
+ *   - the CLI: `rowlock permits NAME 3`, then `run -s` refused by 3 holders
+ *     and granted after one left, exclusive `run` and `run --permits 3`.
+ *
  * `test_cluster fairness [seconds]` (not run by ctest) measures six waiters
  * on one node, then two on each node: grants/s, node changes, fairness,
  * certification failures and brute-force aborts per grant.
@@ -1305,6 +1325,783 @@ static void test_fence__a_holder_paused_past_its_lease_cannot_commit_sql(void **
     fpaused_case(1);
 }
 
+/* ---- shared locks and semaphores across nodes (issue 29 item 3) -------------------------- */
+
+/*
+ * Workers on all three nodes take one name, shared or exclusive (each
+ * round: a worker's mix of modes), or as a semaphore; every critical
+ * section is logged (monotonic begin/end, taken after the grant came back
+ * and before the release was sent, so a logged overlap is a real one).
+ * Writers increment a non-atomic counter (read, wait, write): two
+ * overlapping writers lose an update; readers read it at begin and end: a
+ * writer inside a reader's section changes it.
+ */
+#define MODE_MAX 3000
+#define MODE_WORKERS 6 /* two per node */
+#define MODE_WAIT_MS 2000
+
+typedef struct msect {
+    int worker, shared;
+    uint64_t token;
+    int64_t t_in, t_out; /* CLOCK_MONOTONIC µs */
+    int64_t t_req;       /* before the acquire */
+} msect;
+
+typedef struct mode_history {
+    char name[32];
+    unsigned permits; /* 0: shared/exclusive mix; N: every worker a semaphore holder of N */
+    int64_t lease_ms;
+    int64_t start_us; /* the run began (the times printed are CLOCK_MONOTONIC µs) */
+    int64_t until_us;
+    volatile int stop; /* fairness case: the readers stop */
+    volatile long counter;
+    int writer_grants;  /* atomic add */
+    int reader_changed; /* readers that saw the counter change (atomic add) */
+    int n;              /* sections logged (atomic add) */
+    int errors;
+    char first_error[512];
+    int early_busy; /* EBUSY before the acquire's wait ended (atomic add) */
+    char first_early[512];
+    int per_worker[MODE_WORKERS];
+    msect g[MODE_MAX];
+} mode_history;
+
+static void mode_error(mode_history *h, int idx, const char *what, int rc, rowlock_client *c)
+{
+    if (__atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+        snprintf(h->first_error, sizeof h->first_error, "worker %d (node %d) %s: %s: %s", idx, idx % 3 + 1, what,
+                 rowlock_error_name(rc), rowlock_client_errmsg(c));
+}
+
+static rowlock_lock *mode_handle(rowlock_client *c, const char *name, int shared, unsigned permits)
+{
+    rowlock_lock *l = NULL;
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    lo.mode = shared ? ROWLOCK_MODE_SHARED : ROWLOCK_MODE_EXCLUSIVE;
+    lo.permits = permits;
+    return rowlock_lock_new(&l, c, name, &lo) == 0 ? l : NULL;
+}
+
+/* One critical section of h's name through l (a grant just returned). */
+static void mode_section(mode_history *h, rowlock_lock *l, int idx, int shared, int64_t t_req, unsigned *seed)
+{
+    int64_t t_in = tu_now_us();
+    if (shared) {
+        long v = h->counter;
+        usleep(15000 + rand_r(seed) % 40000);
+        if (h->counter != v)
+            __atomic_fetch_add(&h->reader_changed, 1, __ATOMIC_SEQ_CST);
+    } else {
+        long v = h->counter; /* read, wait, write: a second holder would lose an update */
+        usleep(1000 + rand_r(seed) % 5000);
+        h->counter = v + 1;
+        __atomic_fetch_add(&h->writer_grants, 1, __ATOMIC_SEQ_CST);
+    }
+    int64_t t_out = tu_now_us();
+    int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
+    if (i < MODE_MAX)
+        h->g[i] = (msect){ idx, shared, rowlock_lock_token(l), t_in, t_out, t_req };
+    h->per_worker[idx]++;
+}
+
+/* Workers 0-2 (nodes 1-3) ask shared 3 rounds in 4, workers 3-5 one in 4;
+ * with permits, every round is a shared (semaphore) one. */
+static int mode_worker(void *arg, int idx)
+{
+    mode_history *h = arg;
+    int node = idx % 3 + 1;
+    rowlock_client *c = tu_child_client(CNF[node], TABLE);
+    if (c == NULL)
+        return 10;
+    rowlock_lock *ls = mode_handle(c, h->name, 1, h->permits), *lx = mode_handle(c, h->name, 0, 0);
+    if (ls == NULL || lx == NULL)
+        return 11;
+    unsigned seed = (unsigned)getpid();
+    while (tu_now_us() < h->until_us) {
+        int shared = h->permits ? 1 : (int)(rand_r(&seed) % 4) < (idx < 3 ? 3 : 1);
+        rowlock_lock *l = shared ? ls : lx;
+        int64_t t_req = tu_now_us();
+        int rc = rowlock_acquire(l, MODE_WAIT_MS, h->lease_ms);
+        if (rc == ROWLOCK_EBUSY) {
+            /* "Not within the wait" before the wait ended: a bug (a
+             * certification failure taken for the answer?). */
+            if (tu_ms_since(t_req) < MODE_WAIT_MS && __atomic_fetch_add(&h->early_busy, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_early, sizeof h->first_early, "worker %d (node %d), %s, after %.0f ms: %s", idx, node,
+                         shared ? "shared" : "exclusive", tu_ms_since(t_req), rowlock_client_errmsg(c));
+            continue;
+        }
+        if (rc != 0) {
+            mode_error(h, idx, shared ? "acquire shared" : "acquire exclusive", rc, c);
+            if (rc == ROWLOCK_EUNSUPPORTED)
+                break; /* refused outright: no point in trying for seconds */
+            continue;
+        }
+        mode_section(h, l, idx, shared, t_req, &seed);
+        rc = rowlock_release(l);
+        if (rc != 0)
+            mode_error(h, idx, "release", rc, c);
+        usleep(rand_r(&seed) % 5000);
+    }
+    rowlock_lock_free(ls);
+    rowlock_lock_free(lx);
+    rowlock_client_free(c);
+    return 0;
+}
+
+static int msect_by_t_in(const void *a, const void *b)
+{
+    const msect *x = a, *y = b;
+    return x->t_in < y->t_in ? -1 : x->t_in > y->t_in;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    return *x < *y ? -1 : *x > *y;
+}
+
+typedef struct mode_figures {
+    int violations, reader_overlaps, max_holders, writers, readers;
+} mode_figures;
+
+/* The history check of a shared/exclusive (or semaphore) run: no writer's
+ * section overlaps another section; readers never saw the counter change;
+ * no lost update; every exclusive grant's token is greater than the token
+ * of every section that began before it, and any section's token greater
+ * than that of every section that ended before it began; the most sections at once (a sweep over begin/end)
+ * within the permits. Violations are printed. */
+static mode_figures mode_check(mode_history *h, const char *what)
+{
+    mode_figures f = { 0, 0, 0, 0, 0 };
+    int n = h->n < MODE_MAX ? h->n : MODE_MAX;
+    msect *g = h->g;
+    qsort(g, (size_t)n, sizeof g[0], msect_by_t_in);
+    int64_t reader_out = INT64_MIN;
+    uint64_t max_token = 0;
+    for (int i = 0; i < n; i++) {
+        if (g[i].shared) {
+            f.readers++;
+            if (g[i].t_in < reader_out)
+                f.reader_overlaps++;
+            reader_out = g[i].t_out > reader_out ? g[i].t_out : reader_out;
+        } else {
+            f.writers++;
+            if (i > 0 && g[i].token <= max_token) {
+                if (f.violations < 10)
+                    fprintf(stderr, "%s: TOKEN ORDER: exclusive grant (worker %d) token %llu, an earlier one %llu\n",
+                            what, g[i].worker, (unsigned long long)g[i].token, (unsigned long long)max_token);
+                f.violations++;
+            }
+            for (int j = 0; j < n; j++) {
+                if (j == i)
+                    continue;
+                if (g[j].t_in < g[i].t_out && g[i].t_in < g[j].t_out && (g[j].shared || j > i)) {
+                    /* (a pair of writers is reported once) */
+                    if (f.violations < 10)
+                        fprintf(stderr,
+                                "%s: OVERLAP: exclusive section of worker %d [%lld, %lld] and %s section of worker "
+                                "%d [%lld, %lld]\n",
+                                what, g[i].worker, (long long)g[i].t_in, (long long)g[i].t_out,
+                                g[j].shared ? "a shared" : "an exclusive", g[j].worker, (long long)g[j].t_in,
+                                (long long)g[j].t_out);
+                    f.violations++;
+                }
+            }
+        }
+        max_token = g[i].token > max_token ? g[i].token : max_token;
+    }
+    /* In any mode: a section that began after another ended has the larger
+     * token (holders.c: every grant's token is greater than every token
+     * granted before it). */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && g[j].t_in < g[i].t_in; j++)
+            if (g[j].t_out < g[i].t_in && g[j].token >= g[i].token) {
+                if (f.violations < 10)
+                    fprintf(stderr,
+                            "%s: TOKEN ORDER: %s section of worker %d has token %llu, after a section (worker %d) "
+                            "that ended with token %llu\n",
+                            what, g[i].shared ? "a shared" : "an exclusive", g[i].worker,
+                            (unsigned long long)g[i].token, g[j].worker, (unsigned long long)g[j].token);
+                f.violations++;
+            }
+    /* The most sections at once: +1 at each begin, -1 at each end (ends
+     * first at equal times). */
+    int64_t *ev = malloc(sizeof *ev * (size_t)(2 * n + 1));
+    assert_non_null(ev);
+    for (int i = 0; i < n; i++) {
+        ev[2 * i] = g[i].t_in * 2 + 1;
+        ev[2 * i + 1] = g[i].t_out * 2;
+    }
+    qsort(ev, (size_t)(2 * n), sizeof ev[0], cmp_i64);
+    int cur = 0;
+    int64_t t_over = -1; /* the first moment over the permits */
+    for (int i = 0; i < 2 * n; i++) {
+        cur += ev[i] & 1 ? 1 : -1;
+        f.max_holders = cur > f.max_holders ? cur : f.max_holders;
+        if (h->permits && cur > (int)h->permits && t_over < 0)
+            t_over = ev[i] / 2;
+    }
+    free(ev);
+    if (h->permits && f.max_holders > (int)h->permits) {
+        fprintf(stderr, "%s: %d holders at once, over the %u permits; at %lld:\n", what, f.max_holders, h->permits,
+                (long long)t_over);
+        for (int i = 0; i < n; i++)
+            if (g[i].t_in <= t_over && t_over < g[i].t_out)
+                fprintf(stderr, "  worker %d (node %d) token %llu: asked %lld, in %lld, out %lld\n", g[i].worker,
+                        g[i].worker % 3 + 1, (unsigned long long)g[i].token, (long long)g[i].t_req,
+                        (long long)g[i].t_in, (long long)g[i].t_out);
+        f.violations++;
+    }
+    if (h->counter != h->writer_grants) {
+        fprintf(stderr, "%s: LOST UPDATE: counter %ld after %d exclusive grants\n", what, h->counter, h->writer_grants);
+        f.violations++;
+    }
+    if (h->reader_changed) {
+        fprintf(stderr, "%s: %d shared sections saw the counter change (a writer inside)\n", what, h->reader_changed);
+        f.violations += h->reader_changed;
+    }
+    if (h->n > MODE_MAX)
+        fprintf(stderr, "%s: %d sections, only the first %d checked\n", what, h->n, MODE_MAX);
+    if (f.violations)
+        fprintf(stderr, "%s: the run began at %lld, its first grant at %lld\n", what, (long long)h->start_us,
+                n ? (long long)g[0].t_in : -1LL);
+    return f;
+}
+
+/* Run MODE_WORKERS workers on `name` for `seconds`; check and print. */
+static mode_figures mode_run(const char *name, unsigned permits, int64_t lease_ms, int seconds)
+{
+    mode_history *h = tu_shm(sizeof *h);
+    snprintf(h->name, sizeof h->name, "%s", name);
+    h->permits = permits;
+    h->lease_ms = lease_ms;
+    h->start_us = tu_now_us();
+    h->until_us = h->start_us + (int64_t)seconds * 1000000;
+    int status[MODE_WORKERS];
+    int failed = tu_run_children(MODE_WORKERS, mode_worker, h, status, (int64_t)(seconds + 60) * 1000);
+    mode_figures f = mode_check(h, name);
+    fprintf(stderr,
+            "%s (%s, lease %lld ms): %d sections in %d s over 3 nodes (%d shared, %d exclusive), per worker "
+            "(nodes 1,2,3,1,2,3):",
+            name, permits ? "semaphore" : "shared/exclusive", (long long)lease_ms, h->n, seconds, f.readers, f.writers);
+    for (int i = 0; i < MODE_WORKERS; i++)
+        fprintf(stderr, " %d", h->per_worker[i]);
+    fprintf(stderr, "; overlapping shared sections %d, most holders at once %d; violations %d\n", f.reader_overlaps,
+            f.max_holders, f.violations);
+    if (h->errors)
+        fprintf(stderr, "%d acquire/release errors; first: %s\n", h->errors, h->first_error);
+    if (h->early_busy)
+        fprintf(stderr, "%d acquires said busy before their %d ms wait ended; first: %s\n", h->early_busy, MODE_WAIT_MS,
+                h->first_early);
+    assert_int_equal(failed, 0);
+    assert_int_equal(h->errors, 0);
+    assert_int_equal(h->early_busy, 0);
+    assert_int_equal(f.violations, 0);
+    assert_true(h->n >= 10);
+    tu_shm_free(h, sizeof *h);
+    return f;
+}
+
+static void shared_and_exclusive(const char *name, int64_t lease_ms, int seconds)
+{
+    mode_figures f = mode_run(name, 0, lease_ms, seconds);
+    assert_true(f.writers >= 1);
+    assert_true(f.reader_overlaps >= 1); /* sharing works */
+}
+
+static void semaphore_of_2(const char *name, int64_t lease_ms, int seconds)
+{
+    mode_figures f = mode_run(name, 2, lease_ms, seconds);
+    assert_int_equal(f.max_holders, 2); /* never more (checked), and reached */
+}
+
+static void test_shared__readers_and_writers_on_three_nodes(void **state)
+{
+    (void)state;
+    shared_and_exclusive("rw", 10000, 7);
+}
+
+static void test_semaphore__at_most_n_holders_on_three_nodes(void **state)
+{
+    (void)state;
+    semaphore_of_2("sem2", 10000, 5);
+}
+
+/* The first use of a semaphore name, on three nodes at once: round r, the
+ * three workers (one per node) ask for name "first-r" with 1 permit at the
+ * same moment (a schedule: the point is to collide), hold it 0.1 s; at most
+ * one may hold it at a time. */
+#define FIRST_ROUNDS 12
+
+typedef struct first_history {
+    int64_t start_us;
+    int errors;
+    char first_error[512];
+    int grants[FIRST_ROUNDS];
+    msect g[FIRST_ROUNDS][3];
+} first_history;
+
+static int first_worker(void *arg, int idx)
+{
+    first_history *h = arg;
+    rowlock_client *c = tu_child_client(CNF[idx + 1], TABLE);
+    if (c == NULL)
+        return 10;
+    for (int r = 0; r < FIRST_ROUNDS; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "first-%d", r);
+        rowlock_lock *l = mode_handle(c, name, 1, 1);
+        if (l == NULL)
+            return 11;
+        int64_t at = h->start_us + (int64_t)r * 500000;
+        while (tu_now_us() < at)
+            ;
+        int64_t t_req = tu_now_us();
+        int rc = rowlock_acquire(l, 5000, 10000);
+        if (rc == 0) {
+            int64_t t_in = tu_now_us();
+            usleep(100000);
+            int64_t t_out = tu_now_us();
+            int i = __atomic_fetch_add(&h->grants[r], 1, __ATOMIC_SEQ_CST);
+            if (i < 3)
+                h->g[r][i] = (msect){ idx, 1, rowlock_lock_token(l), t_in, t_out, t_req };
+            rc = rowlock_release(l);
+        }
+        if (rc != 0 && __atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+            snprintf(h->first_error, sizeof h->first_error, "node %d, %s: %s: %s", idx + 1, name,
+                     rowlock_error_name(rc), rowlock_client_errmsg(c));
+        rowlock_lock_free(l);
+    }
+    rowlock_client_free(c);
+    return 0;
+}
+
+static void test_semaphore__first_use_on_three_nodes_at_once(void **state)
+{
+    (void)state;
+    first_history *h = tu_shm(sizeof *h);
+    h->start_us = tu_now_us() + 1000000; /* after the children connected */
+    int status[3];
+    int failed = tu_run_children(3, first_worker, h, status, 120000);
+    int bad = 0;
+    for (int r = 0; r < FIRST_ROUNDS; r++)
+        for (int i = 0; i < 3 && i < h->grants[r]; i++)
+            for (int j = i + 1; j < 3 && j < h->grants[r]; j++) {
+                const msect *a = &h->g[r][i], *b = &h->g[r][j];
+                if (a->t_in < b->t_out && b->t_in < a->t_out) {
+                    fprintf(stderr, "first-%d (1 permit): node %d (token %llu, asked %lld, in %lld, out %lld) and node "
+                                    "%d (token %llu, asked %lld, in %lld, out %lld) held it at once\n",
+                            r, a->worker + 1, (unsigned long long)a->token, (long long)a->t_req, (long long)a->t_in,
+                            (long long)a->t_out, b->worker + 1, (unsigned long long)b->token, (long long)b->t_req,
+                            (long long)b->t_in, (long long)b->t_out);
+                    bad++;
+                }
+            }
+    fprintf(stderr, "first use of a 1-permit semaphore on 3 nodes at once, %d rounds: %d held at once\n",
+            FIRST_ROUNDS, bad);
+    if (h->errors)
+        fprintf(stderr, "%d errors; first: %s\n", h->errors, h->first_error);
+    assert_int_equal(failed, 0);
+    assert_int_equal(bad, 0);
+    assert_int_equal(h->errors, 0);
+    tu_shm_free(h, sizeof *h);
+}
+
+/* Node 3's clock 5 s behind: its holders write expires_at 5 s in the past
+ * of the others' clocks; with a 3 s lease a rule judging entries by node
+ * clocks takes them for dead at once. */
+static void test_modes__a_node_5_s_behind(void **state)
+{
+    (void)state;
+    clock_skewed = 1;
+    assert_int_equal(cluster("node-restart 3 --clock-offset -5"), 0);
+    int ok = 0;
+    long long t_1 = tu_sql_int(ROOT[1], &ok, "SELECT UNIX_TIMESTAMP()");
+    long long t_3 = tu_sql_int(ROOT[3], &ok, "SELECT UNIX_TIMESTAMP()");
+    fprintf(stderr, "node 1 clock - node 3 clock: %lld s\n", t_1 - t_3);
+    assert_true(t_1 - t_3 >= 4 && t_1 - t_3 <= 6);
+    shared_and_exclusive("rw-skew", 3000, 5);
+    semaphore_of_2("sem2-skew", 3000, 4);
+    assert_int_equal(cluster("node-restart 3"), 0); /* back on the true clock */
+    clock_skewed = 0;
+}
+
+/* ---- a node killed under shared holders ------------------------------------------------------ */
+
+typedef struct mkill {
+    int64_t a_last_req; /* holder A (node 2): before its last acquire/renew request that succeeded */
+    uint64_t a_token, b_token, w_token;
+    int a_rc, b_rc, w_rc; /* A: its renewal's failure; B: its grant; W: its grant */
+    int renewals;
+    int64_t w_req, w_grant;
+    char a_msg[256], b_msg[256], w_msg[256];
+} mkill;
+
+static tu_pipe mkill_ready, mkill_go;
+
+#define MKILL_LEASE_MS 8000 /* longer than Galera takes to drop the killed node (about 3 s here) */
+
+/* 0: shared holder A on node 2, renewing when the test says so, until a
+ * renewal fails (its node is killed); 1: shared holder B on node 3, holds 1.5 s; 2: the
+ * exclusive waiter W on node 1. */
+static int mkill_child(void *arg, int idx)
+{
+    mkill *k = arg;
+    static const int node[3] = { 2, 3, 1 };
+    rowlock_client *c = tu_child_client(CNF[node[idx]], TABLE);
+    if (c == NULL)
+        return 10;
+    rowlock_lock *l = mode_handle(c, "kill-shared", idx < 2, 0);
+    if (l == NULL)
+        return 11;
+    if (idx == 0) {
+        __atomic_store_n(&k->a_last_req, tu_now_us(), __ATOMIC_SEQ_CST);
+        k->a_rc = rowlock_acquire(l, 10000, MKILL_LEASE_MS);
+        if (k->a_rc) {
+            snprintf(k->a_msg, sizeof k->a_msg, "%s", rowlock_client_errmsg(c));
+            tu_signal(&mkill_ready, 'F');
+            return 12;
+        }
+        k->a_token = rowlock_lock_token(l);
+        tu_signal(&mkill_ready, 'A');
+        /* Renew when told (the test knows no request is in flight when it
+         * kills the node): the last renewal is the one after the kill. */
+        for (;;) {
+            int cmd = tu_await(&mkill_go, 90000);
+            if (cmd != 'r')
+                return 13;
+            int64_t t = tu_now_us();
+            int rc = rowlock_renew(l, MKILL_LEASE_MS);
+            if (rc) {
+                k->a_rc = rc;
+                snprintf(k->a_msg, sizeof k->a_msg, "%s", rowlock_client_errmsg(c));
+                tu_signal(&mkill_ready, 'x');
+                return 0;
+            }
+            __atomic_store_n(&k->a_last_req, t, __ATOMIC_SEQ_CST);
+            k->renewals++;
+            tu_signal(&mkill_ready, 'r');
+        }
+    }
+    if (idx == 1) {
+        k->b_rc = rowlock_acquire(l, 10000, MKILL_LEASE_MS);
+        if (k->b_rc) {
+            snprintf(k->b_msg, sizeof k->b_msg, "%s", rowlock_client_errmsg(c));
+            tu_signal(&mkill_ready, 'F');
+            return 12;
+        }
+        k->b_token = rowlock_lock_token(l);
+        tu_signal(&mkill_ready, 'B');
+        usleep(1500000); /* a reader's work */
+        return rowlock_release(l) == 0 ? 0 : 14;
+    }
+    k->w_req = tu_now_us();
+    tu_signal(&mkill_ready, 'W');
+    k->w_rc = rowlock_acquire(l, 40000, 5000);
+    k->w_grant = tu_now_us();
+    snprintf(k->w_msg, sizeof k->w_msg, "%s", rowlock_client_errmsg(c));
+    if (k->w_rc)
+        return 12;
+    k->w_token = rowlock_lock_token(l);
+    return rowlock_release(l) == 0 ? 0 : 14;
+}
+
+static void test_modes__a_node_killed_under_shared_holders(void **state)
+{
+    (void)state;
+    mkill *k = tu_shm(sizeof *k);
+    tu_pipe_open(&mkill_ready);
+    tu_pipe_open(&mkill_go);
+    pid_t p[3];
+    p[0] = tu_fork(mkill_child, k, 0);
+    p[1] = tu_fork(mkill_child, k, 1);
+    for (int i = 0; i < 2; i++) {
+        int r = tu_await(&mkill_ready, 30000);
+        if (r != 'A' && r != 'B')
+            fail_msg("the shared holders were not granted: A %s %s; B %s %s", rowlock_error_name(k->a_rc), k->a_msg,
+                     rowlock_error_name(k->b_rc), k->b_msg);
+    }
+    p[2] = tu_fork(mkill_child, k, 2);
+    assert_int_equal(tu_await(&mkill_ready, 30000), 'W');
+    /* A renews a few times while the writer waits (the writer must see its
+     * entry change), then its node is killed with no request in flight. */
+    for (int i = 0; i < 3; i++) {
+        usleep(400000); /* pacing, not synchronisation */
+        assert_int_equal(tu_signal(&mkill_go, 'r'), 0);
+        if (tu_await(&mkill_ready, 30000) != 'r')
+            fail_msg("holder A's renewal failed before the kill: %s %s", rowlock_error_name(k->a_rc), k->a_msg);
+    }
+    int64_t t_kill = tu_now_us();
+    assert_int_equal(cluster("node-kill 2"), 0);
+    assert_int_equal(tu_signal(&mkill_go, 'r'), 0); /* fails: its node is gone */
+    int st_w = tu_wait(p[2], 60000), st_a = tu_wait(p[0], 30000), st_b = tu_wait(p[1], 30000);
+    fprintf(
+        stderr,
+        "holder A (node 2): token %llu, %d renewals, then %s (%s), last successful request %.2f s before the kill\n",
+        (unsigned long long)k->a_token, k->renewals, rowlock_error_name(k->a_rc), k->a_msg,
+        (double)(t_kill - k->a_last_req) / 1e6);
+    fprintf(stderr,
+            "holder B (node 3): token %llu; writer (node 1): %s%s%s, token %llu, granted %.2f s after its "
+            "request, %.2f s after the kill, %.2f s after A's last request (lease %.1f s)\n",
+            (unsigned long long)k->b_token, rowlock_error_name(k->w_rc), k->w_rc ? ": " : "", k->w_rc ? k->w_msg : "",
+            (unsigned long long)k->w_token, (double)(k->w_grant - k->w_req) / 1e6, (double)(k->w_grant - t_kill) / 1e6,
+            (double)(k->w_grant - k->a_last_req) / 1e6, MKILL_LEASE_MS / 1e3);
+    assert_int_equal(st_a, 0); /* its renewal failed: its node is gone */
+    assert_int_not_equal(k->a_rc, 0);
+    assert_int_equal(st_b, 0);
+    assert_int_equal(st_w, 0);
+    assert_int_equal(k->w_rc, 0);
+    /* Not before A's lease could have ended, counted from its last request. */
+    assert_true(k->w_grant >= k->a_last_req + MKILL_LEASE_MS * 1000);
+    assert_true(k->w_token > k->a_token && k->w_token > k->b_token);
+
+    /* The node rejoins and serves a shared lock again. */
+    assert_int_equal(cluster("node-start 2"), 0);
+    rowlock_client *c2 = tu_client_at(CNF[2], TABLE);
+    rowlock_lock *l = mode_handle(c2, "kill-shared", 1, 0);
+    assert_non_null(l);
+    tu_register_lock(l);
+    assert_rc(rowlock_acquire(l, 10000, 5000), 0, c2);
+    assert_true(rowlock_lock_token(l) > k->w_token);
+    assert_rc(rowlock_release(l), 0, c2);
+    tu_pipe_close(&mkill_ready);
+    tu_pipe_close(&mkill_go);
+    tu_shm_free(k, sizeof *k);
+}
+
+/* ---- a paused shared holder and a writer on another node ------------------------------------ */
+
+typedef struct mpause {
+    int64_t t_req; /* before the holder's acquire request */
+    uint64_t token;
+    int acq_rc, renew_rc, release_rc;
+    char msg[256];
+} mpause;
+
+static tu_pipe mpause_ready;
+
+#define MPAUSE_LEASE_MS 2000
+
+/* A shared holder on node 1, no keeper: stops itself once granted; after
+ * SIGCONT it renews and releases. */
+static int mpause_holder(void *arg, int idx)
+{
+    (void)idx;
+    mpause *p = arg;
+    rowlock_client *c = tu_child_client(CNF[1], TABLE);
+    if (c == NULL)
+        return 10;
+    rowlock_lock *l = mode_handle(c, "paused-shared", 1, 0);
+    if (l == NULL)
+        return 11;
+    p->t_req = tu_now_us();
+    p->acq_rc = rowlock_acquire(l, 10000, MPAUSE_LEASE_MS);
+    if (p->acq_rc) {
+        snprintf(p->msg, sizeof p->msg, "%s", rowlock_client_errmsg(c));
+        tu_signal(&mpause_ready, 'F');
+        return 12;
+    }
+    p->token = rowlock_lock_token(l);
+    tu_signal(&mpause_ready, 'S');
+    raise(SIGSTOP);
+    p->renew_rc = rowlock_renew(l, MPAUSE_LEASE_MS);
+    snprintf(p->msg, sizeof p->msg, "%s", rowlock_client_errmsg(c));
+    p->release_rc = rowlock_release(l);
+    return 0;
+}
+
+static void test_modes__a_paused_shared_holder_loses_to_a_writer_on_another_node(void **state)
+{
+    (void)state;
+    mpause *p = tu_shm(sizeof *p);
+    tu_pipe_open(&mpause_ready);
+    pid_t pid = tu_fork(mpause_holder, p, 0);
+    if (tu_await(&mpause_ready, 30000) != 'S')
+        fail_msg("the shared holder was not granted: %s %s", rowlock_error_name(p->acq_rc), p->msg);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+    assert_true(WIFSTOPPED(st));
+    rowlock_client *b = tu_client_at(CNF[2], TABLE);
+    rowlock_lock *lb = mode_handle(b, "paused-shared", 0, 0);
+    assert_non_null(lb);
+    tu_register_lock(lb);
+    int64_t t0 = tu_now_us();
+    assert_rc(rowlock_acquire(lb, 30000, 10000), 0, b);
+    int64_t t_grant = tu_now_us();
+    fprintf(stderr,
+            "writer on node 2 granted %.2f s after it asked, %.2f s after the paused reader's request "
+            "(lease %.1f s); tokens %llu then %llu\n",
+            (double)(t_grant - t0) / 1e6, (double)(t_grant - p->t_req) / 1e6, MPAUSE_LEASE_MS / 1e3,
+            (unsigned long long)p->token, (unsigned long long)rowlock_lock_token(lb));
+    /* Not before the reader's lease could have ended, counted from before
+     * its request. */
+    assert_true(t_grant >= p->t_req + MPAUSE_LEASE_MS * 1000);
+    assert_true(rowlock_lock_token(lb) > p->token);
+    assert_int_equal(kill(pid, SIGCONT), 0);
+    assert_int_equal(tu_wait(pid, 30000), 0);
+    fprintf(stderr, "the reader after SIGCONT: renew %s (%s), release %s\n", rowlock_error_name(p->renew_rc), p->msg,
+            rowlock_error_name(p->release_rc));
+    assert_int_equal(p->renew_rc, ROWLOCK_ENOTOWNER);
+    assert_true(p->release_rc != 0);
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_pipe_close(&mpause_ready);
+    tu_shm_free(p, sizeof *p);
+}
+
+/* ---- fairness: a writer among readers on other nodes --------------------------------------- */
+
+static tu_pipe mfair_ready;
+
+#define MFAIR_READERS 4
+#define MFAIR_HOLD_US 100000
+
+/* Readers on nodes 2 and 3 (idx 0-3): acquire shared, hold 0.1 s, release,
+ * again at once, until told to stop; the first grant is announced. Their
+ * holds overlap so that the name is (almost) never free: a writer that
+ * waited for a moment without readers would wait (nearly) for ever. */
+static int mfair_reader(void *arg, int idx)
+{
+    mode_history *h = arg;
+    int node = 2 + idx % 2;
+    rowlock_client *c = tu_child_client(CNF[node], TABLE);
+    if (c == NULL)
+        return 10;
+    rowlock_lock *l = mode_handle(c, h->name, 1, 0);
+    if (l == NULL)
+        return 11;
+    int announced = 0;
+    while (!h->stop && tu_now_us() < h->until_us) {
+        int64_t t_req = tu_now_us();
+        int rc = rowlock_acquire(l, 2000, 10000);
+        if (rc == ROWLOCK_EBUSY)
+            continue;
+        if (rc) {
+            if (__atomic_fetch_add(&h->errors, 1, __ATOMIC_SEQ_CST) == 0)
+                snprintf(h->first_error, sizeof h->first_error, "reader %d (node %d) acquire: %s: %s", idx, node,
+                         rowlock_error_name(rc), rowlock_client_errmsg(c));
+            if (!announced)
+                tu_signal(&mfair_ready, 'F');
+            return 12;
+        }
+        int64_t t_in = tu_now_us();
+        usleep(MFAIR_HOLD_US);
+        int64_t t_out = tu_now_us();
+        int i = __atomic_fetch_add(&h->n, 1, __ATOMIC_SEQ_CST);
+        if (i < MODE_MAX)
+            h->g[i] = (msect){ idx, 1, rowlock_lock_token(l), t_in, t_out, t_req };
+        h->per_worker[idx]++;
+        if (rowlock_release(l) != 0)
+            return 13;
+        if (!announced) {
+            announced = 1;
+            tu_signal(&mfair_ready, 'R');
+        }
+    }
+    return 0;
+}
+
+static void test_fairness__a_writer_is_not_starved_by_readers_on_other_nodes(void **state)
+{
+    (void)state;
+    mode_history *h = tu_shm(sizeof *h);
+    snprintf(h->name, sizeof h->name, "fair-rw");
+    h->until_us = tu_now_us() + 60 * 1000000LL; /* a bound; stopped by the test */
+    tu_pipe_open(&mfair_ready);
+    pid_t r[MFAIR_READERS];
+    for (int i = 0; i < MFAIR_READERS; i++)
+        r[i] = tu_fork(mfair_reader, h, i);
+    for (int i = 0; i < MFAIR_READERS; i++)
+        if (tu_await(&mfair_ready, 30000) != 'R')
+            fail_msg("a reader was not granted: %s", h->first_error);
+    /* The readers in their stride (16 sections in all). */
+    int64_t t_steady = tu_now_us();
+    while (h->n < 16 && tu_ms_since(t_steady) < 30000 && !h->errors)
+        usleep(10000);
+    int before = h->n;
+    rowlock_client *c = tu_client_at(CNF[1], TABLE);
+    rowlock_lock *l = mode_handle(c, "fair-rw", 0, 0);
+    assert_non_null(l);
+    tu_register_lock(l);
+    int64_t t_req = tu_now_us();
+    int rc = rowlock_acquire(l, 20000, 10000);
+    int64_t t_in = tu_now_us();
+    int during = h->n - before;
+    if (rc == 0)
+        usleep(50000);
+    int64_t t_out = tu_now_us();
+    int rel = rc == 0 ? rowlock_release(l) : 0;
+    h->stop = 1;
+    int failed = 0;
+    for (int i = 0; i < MFAIR_READERS; i++)
+        failed += tu_wait(r[i], 30000) != 0;
+    int overlaps = 0, n = h->n < MODE_MAX ? h->n : MODE_MAX;
+    for (int i = 0; i < n; i++)
+        if (rc == 0 && h->g[i].t_in < t_out && t_in < h->g[i].t_out) {
+            fprintf(stderr, "OVERLAP: reader %d [%lld, %lld] inside the writer's section [%lld, %lld]\n",
+                    h->g[i].worker, (long long)h->g[i].t_in, (long long)h->g[i].t_out, (long long)t_in,
+                    (long long)t_out);
+            overlaps++;
+        }
+    /* How much of the time between t_steady and the writer's request some
+     * reader held the name (the union of their sections). */
+    qsort(h->g, (size_t)n, sizeof h->g[0], msect_by_t_in);
+    int64_t covered = 0, end = t_steady;
+    for (int i = 0; i < n; i++) {
+        int64_t a = h->g[i].t_in > end ? h->g[i].t_in : end, z = h->g[i].t_out < t_req ? h->g[i].t_out : t_req;
+        if (z > a)
+            covered += z - a;
+        end = h->g[i].t_out > end ? h->g[i].t_out : end;
+    }
+    fprintf(stderr,
+            "writer on node 1 among %d readers on nodes 2 and 3 (holds of %d ms; some reader held it %.0f %% "
+            "of the %.2f s before): %s after %.2f s (wait 20 s); %d reader sections ended meanwhile, %d in "
+            "all; per reader:",
+            MFAIR_READERS, MFAIR_HOLD_US / 1000,
+            t_req > t_steady ? 100.0 * (double)covered / (double)(t_req - t_steady) : 0.0,
+            (double)(t_req - t_steady) / 1e6, rowlock_error_name(rc), (double)(t_in - t_req) / 1e6, during, h->n);
+    for (int i = 0; i < MFAIR_READERS; i++)
+        fprintf(stderr, " %d", h->per_worker[i]);
+    fprintf(stderr, "\n");
+    if (rc)
+        fprintf(stderr, "writer: %s\n", rowlock_client_errmsg(c));
+    if (h->errors)
+        fprintf(stderr, "%d reader errors; first: %s\n", h->errors, h->first_error);
+    assert_rc(rc, 0, c);
+    assert_int_equal(rel, 0);
+    assert_int_equal(overlaps, 0);
+    assert_int_equal(failed, 0);
+    assert_int_equal(h->errors, 0);
+    tu_pipe_close(&mfair_ready);
+    tu_shm_free(h, sizeof *h);
+}
+
+/* ---- the CLI: permits, exclusive and shared runs --------------------------------------------- */
+
+static void test_modes__cli_permits_and_shared_runs(void **state)
+{
+    (void)state;
+    assert_int_equal(cli(CNF[1], "permits cli-sem 3"), 0);
+    /* Three shared holders (one per node) take the 3 permits... */
+    rowlock_lock *l[4];
+    rowlock_client *c[4];
+    for (int n = 1; n <= 3; n++) {
+        c[n] = tu_client_at(CNF[n], TABLE);
+        assert_non_null(l[n] = mode_handle(c[n], "cli-sem", 1, 0));
+        tu_register_lock(l[n]);
+        assert_rc(rowlock_acquire(l[n], 10000, 10000), 0, c[n]);
+    }
+    /* ...so a fourth is not granted; with one released, it is. */
+    assert_int_equal(cli(CNF[2], "run -s -n cli-sem -- true"), 1);
+    assert_rc(rowlock_release(l[3]), 0, c[3]);
+    assert_int_equal(cli(CNF[3], "run -s -w 10 cli-sem -- true"), 0);
+    assert_int_equal(cli(CNF[2], "run -n cli-sem -- true"), 1); /* exclusive: two still hold it */
+    assert_rc(rowlock_release(l[1]), 0, c[1]);
+    assert_rc(rowlock_release(l[2]), 0, c[2]);
+    assert_int_equal(cli(CNF[2], "run -w 10 cli-sem -- true"), 0);
+    assert_int_equal(cli(CNF[1], "run -s -w 10 cli-sem -- true"), 0);
+    assert_int_equal(cli(CNF[3], "run --permits 3 -w 10 cli-sem -- true"), 0);
+}
+
 #define CL_TEST(fn) cmocka_unit_test_setup_teardown(fn, tu_setup, cl_teardown)
 
 int main(int argc, char **argv)
@@ -1326,6 +2123,16 @@ int main(int argc, char **argv)
         CL_TEST(test_fence__a_holder_paused_past_its_lease_cannot_commit_c),
         CL_TEST(test_fence__a_holder_paused_past_its_lease_cannot_commit_sql),
     };
+    const struct CMUnitTest modes_tests[] = {
+        CL_TEST(test_shared__readers_and_writers_on_three_nodes),
+        CL_TEST(test_semaphore__at_most_n_holders_on_three_nodes),
+        CL_TEST(test_semaphore__first_use_on_three_nodes_at_once),
+        CL_TEST(test_modes__cli_permits_and_shared_runs),
+        CL_TEST(test_modes__a_paused_shared_holder_loses_to_a_writer_on_another_node),
+        CL_TEST(test_fairness__a_writer_is_not_starved_by_readers_on_other_nodes),
+        CL_TEST(test_modes__a_node_killed_under_shared_holders),
+        CL_TEST(test_modes__a_node_5_s_behind),
+    };
     const struct CMUnitTest reaper_tests[] = {
         CL_TEST(test_reaper__one_shot_wait_leases_purges_crashed_holders_keeps_a_live_one),
     };
@@ -1336,6 +2143,11 @@ int main(int argc, char **argv)
     if (strcmp(group, "reaper") == 0) {
         strcat(TABLE, "_reap");
         return tu_main("cluster_reaper", reaper_tests, sizeof reaper_tests / sizeof reaper_tests[0], TABLE,
+                       argc > 2 ? argv[2] : NULL);
+    }
+    if (strcmp(group, "modes") == 0) {
+        strcat(TABLE, "_modes");
+        return tu_main("cluster_modes", modes_tests, sizeof modes_tests / sizeof modes_tests[0], TABLE,
                        argc > 2 ? argv[2] : NULL);
     }
     if (strcmp(group, "fairness") == 0) {
@@ -1349,6 +2161,7 @@ int main(int argc, char **argv)
         rowlock_library_end();
         return f1 > 0 && f3 > 0 ? 0 : 1;
     }
-    fprintf(stderr, "usage: %s [main [test-filter] | reaper [test-filter] | fairness [seconds]]\n", argv[0]);
+    fprintf(stderr, "usage: %s [main [test-filter] | reaper [test-filter] | modes [test-filter] | fairness [seconds]]\n",
+            argv[0]);
     return 2;
 }
