@@ -93,6 +93,8 @@ struct rowlock_client {
      * socket, which it cuts; sock_fd is written and read under fd_mu only,
      * so the cut never reaches a descriptor number reused meanwhile. */
     int interrupted;
+    int acquiring; /* acquire calls running on this client (lock.c, lock_many.c); under fd_mu */
+    int cut;       /* the interrupt cut the connection during them; under fd_mu */
     int sock_fd;
     pthread_mutex_t fd_mu;
     long conn_mu_pid;        /* the process that initialised it (fork) */

@@ -244,6 +244,9 @@ void rowlock__db_cut(rowlock_client *c);
  * by lock.c when the acquire returns. */
 int rowlock__interrupted(rowlock_client *c);
 void rowlock__interrupt_clear(rowlock_client *c);
+/* An acquire call begins (+1) or ends (-1) on c: only inside one does an
+ * interrupt request stop a reconnect (a release after it must reconnect). */
+void rowlock__acquiring(rowlock_client *c, int d);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0
  * to run it (*drop_after set when the connection is to be cut once it ran)
  * or the injected error; after it, the error of the cut. */

@@ -519,7 +519,7 @@ int rowlock__db_ensure(rowlock_client *c, const char *what)
         return 0;
     if (!c->owns_mysql)
         return rowlock__fail(c, ROWLOCK_EINVALID, "%s: client is not connected", what);
-    if (rowlock__interrupted(c))
+    if (rowlock__interrupted(c) && c->acquiring > 0)
         return rowlock__fail(c, ROWLOCK_EBUSY, "%s: interrupted (rowlock_client_interrupt)", what);
     /* Our own connection was lost earlier: a new session (any for-update
      * transaction died with the old one; lease locks live in rows). */
@@ -572,10 +572,12 @@ ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c)
 {
     if (c == NULL)
         return;
-    __atomic_store_n(&c->interrupted, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&c->fd_mu);
-    if (c->sock_fd >= 0)
+    __atomic_store_n(&c->interrupted, 1, __ATOMIC_SEQ_CST);
+    if (c->sock_fd >= 0 && c->acquiring > 0) {
         shutdown(c->sock_fd, SHUT_RDWR); /* a statement blocked in the server returns now */
+        c->cut = 1;
+    }
     pthread_mutex_unlock(&c->fd_mu);
 }
 
@@ -587,6 +589,23 @@ int rowlock__interrupted(rowlock_client *c)
 void rowlock__interrupt_clear(rowlock_client *c)
 {
     __atomic_store_n(&c->interrupted, 0, __ATOMIC_SEQ_CST);
+}
+
+void rowlock__acquiring(rowlock_client *c, int d)
+{
+    pthread_mutex_lock(&c->fd_mu);
+    c->acquiring += d;
+    int cut = d < 0 && c->acquiring == 0 && c->cut;
+    c->cut = 0;
+    pthread_mutex_unlock(&c->fd_mu);
+    if (cut && c->connected && c->owns_mysql) {
+        /* Cut during the acquire that ends here (it may have been granted
+         * just before): close the dead connection now, so that the next
+         * statement (a release, a renewal) reconnects instead of failing. */
+        rowlock__db_enter(c);
+        rowlock__db_close(c);
+        rowlock__db_leave(c);
+    }
 }
 
 void rowlock__db_enter(rowlock_client *c)

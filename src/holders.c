@@ -782,6 +782,19 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     if (rc0)
         return rc0;
     const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
+    int galera = 0;
+    if (cluster && (rc0 = rowlock__galera_node(c, &galera)))
+        return rc0;
+    if (galera)
+        /* The cluster path below is complete and passes the cluster rule's
+         * tests on one server (db_modes_insert_cluster_rule), but on a real
+         * 3-node cluster a 2-permit semaphore was seen with 3 holders at a
+         * run's first grants (about 1 run in 10, tests/cluster: group
+         * "modes"), not yet explained: refused until it is. */
+        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
+                             "acquire %s: shared locks and semaphores are not supported on a Galera cluster yet; use "
+                             "exclusive locks there",
+                             l->shown);
     const int64_t start = rowlock__now_us();
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;

@@ -339,9 +339,12 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
  * rowlock__acquire and clears at its own end). */
 ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
 {
+    if (l == NULL || l->client == NULL)
+        return ROWLOCK_EINVALID;
+    rowlock__acquiring(l->client, 1);
     int rc = rowlock__acquire(l, wait_ms, lease_ms);
-    if (l != NULL && l->client != NULL)
-        rowlock__interrupt_clear(l->client);
+    rowlock__acquiring(l->client, -1);
+    rowlock__interrupt_clear(l->client);
     return rc;
 }
 

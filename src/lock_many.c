@@ -194,10 +194,15 @@ static int acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms, i
 ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, int64_t wait_ms, int64_t lease_ms,
                                         size_t *failed)
 {
-    int rc = acquire_many(locks, n, wait_ms, lease_ms, failed);
     for (size_t i = 0; locks != NULL && i < n; i++)
         if (locks[i] != NULL && locks[i]->client != NULL)
+            rowlock__acquiring(locks[i]->client, 1);
+    int rc = acquire_many(locks, n, wait_ms, lease_ms, failed);
+    for (size_t i = 0; locks != NULL && i < n; i++)
+        if (locks[i] != NULL && locks[i]->client != NULL) {
+            rowlock__acquiring(locks[i]->client, -1);
             rowlock__interrupt_clear(locks[i]->client);
+        }
     return rc;
 }
 

@@ -741,6 +741,16 @@ static void test_interrupt__ends_a_waiting_acquire_and_is_cleared(void **state)
 
         assert_rc(rowlock_release(lh), 0, h);
         assert_rc(rowlock_acquire(lw, 10000, TU_LEASE_LONG), 0, w); /* cleared; reconnected */
+        /* An interrupt that comes after the grant (a signal as the lock was
+         * granted) cuts the connection but must not keep the release from
+         * reconnecting: the lock is given back, not left to its lease. */
+        rowlock_client_interrupt(w);
+        assert_rc(rowlock_release(lw), 0, w);
+        assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h); /* free at once */
+        assert_rc(rowlock_release(lh), 0, h);
+        assert_rc(rowlock_acquire(lw, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG), ROWLOCK_EBUSY, w); /* still asked */
+        tu_assert_msg_has(w, "interrupted", __FILE__, __LINE__);
+        assert_rc(rowlock_acquire(lw, 0, TU_LEASE_LONG), 0, w);
         assert_rc(rowlock_release(lw), 0, w);
     }
 }

@@ -26,8 +26,8 @@
                               "access denied), or the schema is missing/outdated")                             \
     X(CLI_EX_TEMPFAIL, 75, "the lock was lost while held (lease not renewed in time, released by force, "     \
                            "row deleted, session ended); COMMAND was stopped")                                 \
-    X(CLI_EX_CONFIG, 78, "not supported here: for-update on a cluster node, shared mode with optimistic, "   \
-                         "a downgrade on a Galera cluster")                                                    \
+    X(CLI_EX_CONFIG, 78, "not supported here: shared locks or semaphores on a Galera cluster, for-update on " \
+                         "a cluster node, shared mode with optimistic")                                        \
     X(CLI_EX_NOEXEC, 126, "run: COMMAND not executable")                                                       \
     X(CLI_EX_NOTFOUND, 127, "run: COMMAND not found")
 
