@@ -314,11 +314,11 @@ static double slice_s(int64_t deadline)
 }
 
 /* A waiter behind the queue's head waits on the head lock (the server
- * grants it in FIFO order when the head leaves) in slices this long, so an
- * idle waiter costs the server about two statements per slice; the head
- * alone looks at the row in 1 s slices. Between slices it tries the row
- * ungated once (a head stuck in a paused process delays those behind it by
- * at most this much: a hand-off to such a head costs a lease anyway). Not
+ * grants it in FIFO order when the head leaves) in slices this long, one
+ * statement each (SQL_QUEUE_WAIT); the head alone looks at the row in 1 s
+ * slices. After a slice it tries the row ungated only if the row looks
+ * free (a head stuck in a paused process delays those behind it by at most
+ * this much: a hand-off to such a head costs a lease anyway). Not
  * longer than the client's read timeout allows (a wait the client library
  * cut would cost a reconnect). */
 #define QUEUE_SLICE_MAX_S 30.0
