@@ -145,7 +145,14 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  *                              ends the session, as on a network failure);
  *   ROWLOCK__FAULT_STALL       runs after sleeping `value` ms;
  *   ROWLOCK__FAULT_DROP_AFTER  runs, then the connection is cut before its
- *                              result is read (the caller sees 2013).
+ *                              result is read (the caller sees 2013);
+ *   ROWLOCK__FAULT_ROLLBACK    rolls the session's transaction back without
+ *                              telling the caller, sleeps `value` ms, then
+ *                              runs the statement (outside any transaction,
+ *                              so autocommitted): what a Galera brute-force
+ *                              abort whose error the server never sent
+ *                              leaves behind (holders.c, "On a Galera
+ *                              cluster").
  * Returns 0, ROWLOCK_EINVALID (a tag no statement carries, or a bad kind) or
  * ROWLOCK_ENOMEM (32 rules). rowlock__fault_tag_known(tag) is 1 for a tag a
  * statement carries.
@@ -153,13 +160,15 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * rowlock__fault_fired(client, tag) counts how often its rules fired.
  * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
  * error number, stall=MS or drop) arms rules for any client at the first
- * statement, so a worker process can be driven from a script; a bad entry
+ * statement (spec: an error number, stall=MS, drop or rollback=MS), so a
+ * worker process can be driven from a script; a bad entry
  * (unknown tag included) aborts the process.
  */
 typedef enum rowlock__fault_kind {
     ROWLOCK__FAULT_ERROR = 1,
     ROWLOCK__FAULT_STALL,
-    ROWLOCK__FAULT_DROP_AFTER
+    ROWLOCK__FAULT_DROP_AFTER,
+    ROWLOCK__FAULT_ROLLBACK
 } rowlock__fault_kind;
 #ifdef ROWLOCK_FAULT_INJECTION
 /* fault.c */

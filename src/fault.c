@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <errmsg.h>
+#include <mysql.h>
 
 #define FAULT_MAX 32
 typedef struct fault_rule {
@@ -58,7 +59,7 @@ static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, row
                      unsigned value)
 {
     if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || !rowlock__fault_tag_known(tag) ||
-        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_DROP_AFTER)
+        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_ROLLBACK)
         return ROWLOCK_EINVALID;
     for (int i = 0; i < FAULT_MAX; i++) {
         if (!faults[i].used) {
@@ -70,8 +71,8 @@ static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, row
     return ROWLOCK_ENOMEM;
 }
 
-/* ROWLOCK_FAULTS="tag:nth:spec,...": spec is a MySQL error number, stall=MS
- * or drop. Bad entries are reported on stderr and skipped. */
+/* ROWLOCK_FAULTS="tag:nth:spec,...": spec is a MySQL error number, stall=MS,
+ * drop or rollback=MS. Bad entries are reported on stderr and skipped. */
 static void fault_env(void)
 {
     const char *env = getenv("ROWLOCK_FAULTS");
@@ -88,6 +89,9 @@ static void fault_env(void)
         if (ok && strncmp(spec, "stall=", 6) == 0) {
             kind = ROWLOCK__FAULT_STALL;
             ok = sscanf(spec + 6, "%u", &value) == 1;
+        } else if (ok && strncmp(spec, "rollback=", 9) == 0) {
+            kind = ROWLOCK__FAULT_ROLLBACK;
+            ok = sscanf(spec + 9, "%u", &value) == 1;
         } else if (ok && strcmp(spec, "drop") == 0) {
             kind = ROWLOCK__FAULT_DROP_AFTER;
         } else if (ok) {
@@ -97,7 +101,7 @@ static void fault_env(void)
             /* A test whose injection silently does not arm proves nothing:
              * stop the process instead of running on without it. */
             fprintf(stderr,
-                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop, tag one that a statement "
+                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop|rollback=ms, tag one that a statement "
                     "carries: see generated/fault_tags.c)\n");
             abort();
         }
@@ -187,6 +191,18 @@ int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, 
     }
     if (kind == ROWLOCK__FAULT_DROP_AFTER) {
         *drop_after = 1;
+        return 0;
+    }
+    if (kind == ROWLOCK__FAULT_ROLLBACK) {
+        /* The transaction ends and nobody is told: the statement then runs
+         * on its own, autocommitted. */
+        MYSQL *m = (MYSQL *)c->mysql;
+        if (m && mysql_query(m, "/* rowlock-fault */ ROLLBACK") == 0) {
+            MYSQL_RES *r = mysql_store_result(m);
+            if (r)
+                mysql_free_result(r);
+        }
+        rowlock__sleep_us((int64_t)value * 1000);
         return 0;
     }
     if (rowlock__db_classify(value) == ROWLOCK__DB_CONN)
