@@ -111,6 +111,19 @@
  *     different nodes from the same entries conflict in certification (one
  *     is busy and tries again); DRAW_CL's tokens are also above the token
  *     floor, so tickets and tokens stay FIFO across nodes;
+ *   - that holds only while the attempt's statements run in one
+ *     transaction, and a Galera node can end it without saying so: a
+ *     brute-force abort (another node's write set applied over our locks)
+ *     that lands while a statement of ours is being prepared or answered
+ *     is not always reported (seen on MariaDB 10.11: a grant whose entry
+ *     was written autocommitted after its transaction was gone, three
+ *     holders of a 2-permit semaphore about once in five cluster test
+ *     runs). So every write of the attempt is conditioned on
+ *     @@in_transaction (CL_IN_TRX: outside it, it changes nothing), the
+ *     server's in-transaction flag is checked after each step
+ *     (cl_still_in), and a grant is read back after its commit
+ *     (GRANTED_CL: a commit that answered OK for a transaction already
+ *     rolled back committed nothing); any of these is busy: try again;
  *   - a name's first shared use converts a one-row grant's row only when it
  *     is released (owner NULL) or watched unchanged for its lease
  *     (CONVERT_CL, conditioned on that (token, gen), gen + 1);
@@ -145,11 +158,18 @@ static const char SQL_DRAW[] =
     " permits = IF(? > 0 AND permits = 0, ?, permits) "
     "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
 
+/* On a cluster every write of an attempt's transaction changes nothing
+ * unless that transaction is still open: a brute-force abort whose error
+ * the server never sent would otherwise leave the rest of the attempt
+ * running autocommitted, statement by statement, outside the names row's
+ * serialisation ("On a Galera cluster" above). */
+#define CL_IN_TRX "@@in_transaction = 1"
+
 /* The same on a cluster: the new token is also above the token floor. */
 static const char SQL_DRAW_CL[] =
     "/* rowlock:hold-draw-cl */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__CL_NEW_TOKEN ")),"
     " permits = IF(? > 0 AND permits = 0, ?, permits) "
-    "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
+    "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = '' AND " CL_IN_TRX;
 
 /* Turn a free row (or no row) into a multi-holder row. Params: name,
  * strategy, permits, strategy, permits. Rows changed: 1 inserted, 2 converted, 0 unchanged (held
@@ -174,7 +194,7 @@ static const char SQL_CONVERT[] =
  * changes the token too). */
 static const char SQL_CONVERT_CL[] =
     "/* rowlock:hold-convert-cl */ SET STATEMENT innodb_lock_wait_timeout=1 FOR INSERT INTO `{{table}}` (name, strategy, mode, owner, count, token, gen, acquired_at, expires_at, permits) "
-    "VALUES (?, ?, 1, '', 0, 0, 1, NULL, '9999-12-31 00:00:00', ?) "
+    "SELECT ?, ?, 1, '', 0, 0, 1, NULL, '9999-12-31 00:00:00', ? FROM DUAL WHERE " CL_IN_TRX " "
     "ON DUPLICATE KEY UPDATE"
     " owner = IF(LAST_INSERT_ID(strategy = ? AND ((mode = 1 AND owner = '') OR owner IS NULL"
     " OR (token = ? AND gen = ? AND ?))), '', owner),"
@@ -208,19 +228,26 @@ static const char SQL_ENTRIES[] =
  * once per session (IS_USED_LOCK guards GET_LOCK, which nests). Every write
  * bumps gen (the cluster's watchers start over). Assignments read columns
  * before they are assigned only, so both assignment orders agree. */
-static const char SQL_WRITE[] =
-    "/* rowlock:hold-write */ INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
-    "VALUES (?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"
-    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
-    " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ?) "
-    "ON DUPLICATE KEY UPDATE"
-    " acquired_at = IF(VALUES(granted) = 1 AND (granted = 0 OR token <> VALUES(token)), UTC_TIMESTAMP(6), acquired_at),"
-    " expires_at = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(expires_at, VALUES(expires_at)),"
-    "   VALUES(expires_at)),"
-    " lease_us = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(lease_us, VALUES(lease_us)),"
-    "   VALUES(lease_us)),"
-    " gen = gen + 1,"
-    " mode = VALUES(mode), ticket = VALUES(ticket), granted = VALUES(granted), count = VALUES(count), token = VALUES(token)";
+#define WRITE_HEAD                                                                                            \
+    "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
+#define WRITE_ROW                                                                                             \
+    "?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"                                                             \
+    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"                           \
+    " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ?"
+#define WRITE_TAIL                                                                                            \
+    " ON DUPLICATE KEY UPDATE"                                                                                  \
+    " acquired_at = IF(VALUES(granted) = 1 AND (granted = 0 OR token <> VALUES(token)), UTC_TIMESTAMP(6), acquired_at)," \
+    " expires_at = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(expires_at, VALUES(expires_at))," \
+    "   VALUES(expires_at)),"                                                                                  \
+    " lease_us = IF(VALUES(granted) = 1 AND granted = 1 AND token = VALUES(token), GREATEST(lease_us, VALUES(lease_us))," \
+    "   VALUES(lease_us)),"                                                                                    \
+    " gen = gen + 1,"                                                                                          \
+    " mode = VALUES(mode), ticket = VALUES(ticket), granted = VALUES(granted), count = VALUES(count), token = VALUES(token)"
+static const char SQL_WRITE[] = "/* rowlock:hold-write */ " WRITE_HEAD "VALUES (" WRITE_ROW ")" WRITE_TAIL;
+/* The same on a cluster: nothing is written unless the attempt's
+ * transaction is still open (0 rows). */
+static const char SQL_WRITE_CL[] =
+    "/* rowlock:hold-write-cl */ " WRITE_HEAD "SELECT " WRITE_ROW " FROM DUAL WHERE " CL_IN_TRX WRITE_TAIL;
 
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
 static const char SQL_RELEASE_ONE[] =
@@ -244,7 +271,13 @@ static const char SQL_RENEW_CL[] =
 /* On a cluster: an entry this handle watched unchanged for its lease. Params:
  * name, owner, token, gen. Rows: 1 gone, 0 it changed (renewed: live). */
 static const char SQL_DROP_DEAD[] =
-    "/* rowlock:hold-drop-dead */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND gen = ?";
+    "/* rowlock:hold-drop-dead */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND gen = ?"
+    " AND " CL_IN_TRX;
+/* On a cluster, after the commit of a grant: the grant is there (a commit
+ * that answered OK for a transaction the cluster had already rolled back
+ * committed nothing). Params: name, owner, token. */
+static const char SQL_GRANTED_CL[] =
+    "/* rowlock:hold-granted-cl */ SELECT 1 FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
 /* Params: grace µs (count) / grace µs, batch (delete). */
 static const char SQL_REAP_COUNT[] =
     "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
@@ -465,6 +498,19 @@ enum { ATT_QUEUED = 1, ATT_ONE_ROW, ATT_EXCLUSIVE_ROW };
 static int convert_cl(rowlock_lock *l, rowlock__res *res);
 static int judge_entries_cl(rowlock_lock *l, entries *e, int64_t seen_at);
 
+/* On a cluster, after a statement of an attempt's transaction: still in it?
+ * The server's last answer says (SERVER_STATUS_IN_TRANS); a brute-force
+ * abort it did not report ended it, and every later statement ran
+ * autocommitted (the guarded writes changed nothing). EBUSY: try again. */
+static int cl_still_in(rowlock_lock *l, const char *step)
+{
+    if (rowlock__db_in_transaction(l->client))
+        return 0;
+    return rowlock__fail(l->client, ROWLOCK_EBUSY,
+                         "acquire %s (insert, %s): the cluster aborted the transaction (%s); trying again", l->shown,
+                         mode_name(l->mode), step);
+}
+
 static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted,
                    blocked *b)
 {
@@ -482,6 +528,8 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
         if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): lock name", .tmpl = cluster ? SQL_DRAW_CL : SQL_DRAW,
                                              .params = pd, .nparams = 4, .res = &res))))
             goto fail;
+        if (cluster && (rc = cl_still_in(l, "name's row")))
+            goto fail;
         if (res.affected == 1)
             break;
         if (converted) {
@@ -494,7 +542,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
             return 0;
         }
         if (cluster) {
-            if ((rc = convert_cl(l, &res)))
+            if ((rc = convert_cl(l, &res)) || (rc = cl_still_in(l, "conversion")))
                 goto fail;
         } else {
             rowlock__param pc[5] = { RL_STR(l->name, l->name_len), RL_I64(l->ops->id), RL_I64(l->permits),
@@ -520,7 +568,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
         free(e.v);
         goto fail;
     }
-    if (cluster && (rc = judge_entries_cl(l, &e, rowlock__now_us()))) {
+    if (cluster && ((rc = judge_entries_cl(l, &e, rowlock__now_us())) || (rc = cl_still_in(l, "entries")))) {
         free(e.v);
         goto fail;
     }
@@ -635,11 +683,30 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
                               RL_U64(*granted ? token : 0),
                               RL_I64(ttl_us),
                               RL_I64(ttl_us) };
-    if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
-                                         .nparams = 12, .res = &res))))
+    if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = cluster ? SQL_WRITE_CL : SQL_WRITE,
+                                         .params = pw, .nparams = 12, .res = &res))))
+        goto fail;
+    if (cluster && (rc = cl_still_in(l, "entry")))
         goto fail;
     if ((rc = rowlock__db_simple(c, "acquire (insert): commit", SQL_COMMIT)))
         goto fail;
+    if (cluster && *granted) {
+        /* The commit answered OK; a transaction the cluster aborted after
+         * its last statement answered would have committed nothing. One
+         * local read says which (no lock, no write). */
+        rowlock__param pg[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(token) };
+        rowlock__res rg;
+        rowlock__col one = { .type = ROWLOCK__T_I64 };
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): grant check", .tmpl = SQL_GRANTED_CL,
+                                             .params = pg, .nparams = 3, .cols = &one, .ncols = 1, .res = &rg))))
+            goto fail;
+        if (rg.rows != 1) {
+            rc = rowlock__fail(c, ROWLOCK_EBUSY,
+                               "acquire %s (insert, %s): the cluster aborted the grant's transaction; trying again",
+                               l->shown, mode_name(l->mode));
+            goto fail;
+        }
+    }
     *ticket = tk;
     if (*granted)
         l->token = token;
@@ -782,19 +849,6 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     if (rc0)
         return rc0;
     const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
-    int galera = 0;
-    if (cluster && (rc0 = rowlock__galera_node(c, &galera)))
-        return rc0;
-    if (galera)
-        /* The cluster path below is complete and passes the cluster rule's
-         * tests on one server (db_modes_insert_cluster_rule), but on a real
-         * 3-node cluster a 2-permit semaphore was seen with 3 holders at a
-         * run's first grants (about 1 run in 10, tests/cluster: group
-         * "modes"), not yet explained: refused until it is. */
-        return rowlock__fail(c, ROWLOCK_EUNSUPPORTED,
-                             "acquire %s: shared locks and semaphores are not supported on a Galera cluster yet; use "
-                             "exclusive locks there",
-                             l->shown);
     const int64_t start = rowlock__now_us();
     const int64_t deadline =
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;

@@ -356,7 +356,7 @@ static void cluster_wait_end(rowlock_lock *l, int rc)
 static const char CL_REAP_FREE[] =
     "/* rowlock:cl-reap-free */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "DELETE FROM `{{table}}` WHERE owner IS NULL AND expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND "
-    "ORDER BY expires_at LIMIT ? RETURNING token";
+    "AND @@in_transaction = 1 ORDER BY expires_at LIMIT ? RETURNING token";
 /* Params: grace µs. What CL_REAP_FREE would delete (a dry run). */
 static const char CL_REAP_FREE_COUNT[] =
     "/* rowlock:cl-reap-free-count */ SELECT COUNT(*) FROM `{{table}}` "
@@ -379,7 +379,8 @@ static const char CL_REAP_SURVEY[] =
 /* Params: name, token, gen. */
 static const char CL_REAP_ONE[] =
     "/* rowlock:cl-reap-one */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
-    "DELETE FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL RETURNING token";
+    "DELETE FROM `{{table}}` WHERE name = ? AND token = ? AND gen = ? AND owner IS NOT NULL AND @@in_transaction = 1 "
+    "RETURNING token";
 /* Params: name, token, gen. CL_REAP_ONE's predicate as a read that sees
  * every write committed anywhere before it (a dry run). */
 static const char CL_REAP_PEEK[] =
@@ -442,6 +443,11 @@ static int delete_raising_floor(rowlock_client *c, const char *sql, const rowloc
         return rc;
     rc = rowlock__db_run(c, RL_STMT(.what = "reap: delete", .tmpl = sql, .params = p, .nparams = np, .cols = &m.col,
                                     .ncols = 1, .row_fn = max_row, .arg = &m));
+    /* The deletes change nothing outside this transaction (@@in_transaction
+     * in their condition): a brute-force abort whose error the server never
+     * sent must not leave a delete autocommitted apart from its floor. */
+    if (rc == 0 && !rowlock__db_in_transaction(c))
+        rc = rowlock__fail(c, ROWLOCK_EBUSY, "reap: the cluster aborted the transaction");
     if (rc == 0 && m.rows > 0) {
         rowlock__param pf = RL_U64(m.max);
         rc = rowlock__db_run(c, RL_STMT(.what = "reap: token floor", .tmpl = CL_FLOOR_RAISE, .params = &pf,

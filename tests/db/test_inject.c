@@ -434,6 +434,93 @@ static void test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_ov
     assert_rc(rowlock_release(ra), 0, a);
 }
 
+/*
+ * A Galera node can end an attempt's transaction with a brute-force abort
+ * and never report it (seen on MariaDB 10.11; holders.c, "On a Galera
+ * cluster"): every later statement then runs autocommitted. The seam's
+ * ROLLBACK fault does that to one statement on one server, under the
+ * cluster rule (the path a real cluster takes).
+ *
+ * Before the entry's write: a's transaction ends silently and a stalls 1 s,
+ * during which b takes the only permit. a's write must change nothing and
+ * its attempt start over (it then finds b); autocommitted it would make a
+ * second holder of a 1-permit semaphore.
+ */
+static rowlock_lock *sem_handle(rowlock_client *c, const char *name, unsigned permits)
+{
+    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *l = NULL;
+    o.strategy = ROWLOCK_STRATEGY_INSERT;
+    o.mode = ROWLOCK_MODE_SHARED;
+    o.permits = permits;
+    assert_rc(rowlock_lock_new(&l, c, name, &o), 0, c);
+    tu_register_lock(l);
+    return l;
+}
+
+typedef struct silent_arg {
+    rowlock_lock *l;
+    int64_t wait_ms;
+    int rc;
+} silent_arg;
+
+static void *silent_acquire(void *arg)
+{
+    silent_arg *a = arg;
+    a->rc = rowlock_acquire(a->l, a->wait_ms, 60000);
+    return NULL;
+}
+
+static long long entries_granted(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = '%s' AND granted = 1", name);
+    return ok ? n : -1;
+}
+
+static void test_acquire__under_the_cluster_rule_a_silently_ended_transaction_writes_nothing(void **state)
+{
+    (void)state;
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = sem_handle(a, "cl-silent", 1), *lb = sem_handle(b, "cl-silent", 1);
+    /* The name's row exists and both handles know it (no first use here). */
+    assert_rc(rowlock_acquire(lb, 0, 60000), 0, b);
+    assert_rc(rowlock_release(lb), 0, b);
+    arm(a, "hold-write-cl", 1, ROWLOCK__FAULT_ROLLBACK, 1000);
+    silent_arg sa = { la, 1500, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
+    while (rowlock__fault_fired(a, "hold-write-cl") == 0)
+        rowlock__sleep_us(1000); /* a decided to take the permit; its write comes after its stall */
+    assert_rc(rowlock_acquire(lb, 2000, 60000), 0, b); /* the name's row is not locked any more */
+    assert_int_equal(pthread_join(t, NULL), 0);
+    /* a started over, found b's grant and waited it out: busy. */
+    assert_int_equal(sa.rc, ROWLOCK_EBUSY);
+    assert_int_equal(rowlock_lock_held(la), 0);
+    assert_int_equal(entries_granted("cl-silent"), 1);
+    assert_rc(rowlock_release(lb), 0, b);
+    assert_rc(rowlock_acquire(la, 0, 60000), 0, a);
+    assert_rc(rowlock_release(la), 0, a);
+}
+
+/* The same before the commit: the commit answers OK for a transaction that
+ * is gone. The grant is read back, found missing, and tried again: the
+ * acquire returns holding a grant that is really there. */
+static void test_acquire__under_the_cluster_rule_a_commit_of_nothing_is_not_a_grant(void **state)
+{
+    (void)state;
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *a = C();
+    rowlock_lock *la = sem_handle(a, "cl-silent-commit", 2);
+    arm(a, "hold-commit", 1, ROWLOCK__FAULT_ROLLBACK, 0);
+    assert_rc(rowlock_acquire(la, 2000, 60000), 0, a);
+    assert_int_equal(rowlock__fault_fired(a, "hold-commit"), 1);
+    assert_int_equal(entries_granted("cl-silent-commit"), 1);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(entries_granted("cl-silent-commit"), 0);
+}
+
 /* The same loss inside a waiting acquire: it reconnects and adopts the grant
  * within its own wait. */
 static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(void **state)
@@ -840,6 +927,8 @@ int main(int argc, char **argv)
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
     FT(test_acquire__under_the_cluster_rule_an_adopted_grant_bumps_gen),
     FT(test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_over),
+    FT(test_acquire__under_the_cluster_rule_a_silently_ended_transaction_writes_nothing),
+    FT(test_acquire__under_the_cluster_rule_a_commit_of_nothing_is_not_a_grant),
         FT(test_acquire__a_wait_outlasts_every_transient_server_state),
         FT(test_acquire__transient_errors_are_reported_as_transient),
         FT(test_release__one_lock_wait_timeout_is_retried),
