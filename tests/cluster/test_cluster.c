@@ -47,6 +47,8 @@
  *     above those of the sections that ended before it, no error but busy; a semaphore of 2: at most 2 holders at once,
  *     and 2 reached;
  *   - both again with node 3's clock 5 s behind (3 s leases);
+ *   - the first use of a 1-permit semaphore name on three nodes at once
+ *     (twelve names): never two holders;
  *   - a node killed (SIGKILL) under a shared holder: the exclusive waiter on
  *     another node is granted no earlier than the holder's lease from its
  *     last renewal request; the node rejoins and grants a shared lock;
