@@ -273,11 +273,12 @@ static const char SQL_RENEW_CL[] =
 static const char SQL_DROP_DEAD[] =
     "/* rowlock:hold-drop-dead */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND gen = ?"
     " AND " CL_IN_TRX;
-/* On a cluster, after the commit of a grant: the grant is there (a commit
- * that answered OK for a transaction the cluster had already rolled back
- * committed nothing). Params: name, owner, token. */
+/* On a cluster, after the commit of a grant: the grant is there as written
+ * (a commit that answered OK for a transaction the cluster had already
+ * rolled back committed nothing). Params: name, owner, token, count, gen. */
 static const char SQL_GRANTED_CL[] =
-    "/* rowlock:hold-granted-cl */ SELECT 1 FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
+    "/* rowlock:hold-granted-cl */ SELECT 1 FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
+    " AND count = ? AND gen = ?";
 /* Params: grace µs (count) / grace µs, batch (delete). */
 static const char SQL_REAP_COUNT[] =
     "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
@@ -663,6 +664,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
                          (long long)blocker->expires_in_ms);
         }
     }
+    const uint64_t gen_after = mine ? mine->gen + 1 : 1; /* what our write leaves (WRITE: gen + 1, or 1) */
     free(e.v);
     if (!*granted && try_once) {
         /* A try-once that lost writes nothing: no queue entry to clean up. */
@@ -693,12 +695,14 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
     if (cluster && *granted) {
         /* The commit answered OK; a transaction the cluster aborted after
          * its last statement answered would have committed nothing. One
-         * local read says which (no lock, no write). */
-        rowlock__param pg[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(token) };
+         * local read says which (no lock, no write): our entry as our write
+         * left it (a re-entry's count, an adopted grant's gen + 1). */
+        rowlock__param pg[5] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(token),
+                                 RL_I64(count), RL_U64(gen_after) };
         rowlock__res rg;
         rowlock__col one = { .type = ROWLOCK__T_I64 };
         if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): grant check", .tmpl = SQL_GRANTED_CL,
-                                             .params = pg, .nparams = 3, .cols = &one, .ncols = 1, .res = &rg))))
+                                             .params = pg, .nparams = 5, .cols = &one, .ncols = 1, .res = &rg))))
             goto fail;
         if (rg.rows != 1) {
             rc = rowlock__fail(c, ROWLOCK_EBUSY,
