@@ -448,14 +448,7 @@ static void test_acquire__under_the_cluster_rule_a_shared_name_is_never_taken_ov
  */
 static rowlock_lock *sem_handle(rowlock_client *c, const char *name, unsigned permits)
 {
-    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_lock *l = NULL;
-    o.strategy = ROWLOCK_STRATEGY_INSERT;
-    o.mode = ROWLOCK_MODE_SHARED;
-    o.permits = permits;
-    assert_rc(rowlock_lock_new(&l, c, name, &o), 0, c);
-    tu_register_lock(l);
-    return l;
+    return tu_lock_mode(c, name, ROWLOCK_STRATEGY_INSERT, ROWLOCK_MODE_SHARED, permits);
 }
 
 typedef struct silent_arg {

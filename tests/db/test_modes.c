@@ -17,14 +17,7 @@ static char TABLE[64];
 
 static rowlock_lock *ML(rowlock_client *c, const char *name, rowlock_mode mode, unsigned permits)
 {
-    rowlock_lock_options o = ROWLOCK_LOCK_OPTIONS_INIT;
-    rowlock_lock *l = NULL;
-    o.strategy = S;
-    o.mode = mode;
-    o.permits = permits;
-    assert_rc(rowlock_lock_new(&l, c, name, &o), 0, c);
-    tu_register_lock(l);
-    return l;
+    return tu_lock_mode(c, name, S, mode, permits);
 }
 
 static rowlock_client *C(void)

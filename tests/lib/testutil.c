@@ -297,6 +297,20 @@ rowlock_lock *tu_lock(rowlock_client *c, const char *name, rowlock_strategy s)
     return l;
 }
 
+rowlock_lock *tu_lock_mode(rowlock_client *c, const char *name, rowlock_strategy s, rowlock_mode mode,
+                           unsigned permits)
+{
+    rowlock_lock_options lo = ROWLOCK_LOCK_OPTIONS_INIT;
+    rowlock_lock *l = NULL;
+    lo.strategy = s;
+    lo.mode = mode;
+    lo.permits = permits;
+    assert_rc(rowlock_lock_new(&l, c, name, &lo), 0, c);
+    assert_non_null(l);
+    reg_add((void **)reg_locks, TU_MAX_LOCKS, l, "locks");
+    return l;
+}
+
 void tu_lock_free(rowlock_lock *l)
 {
     reg_del((void **)reg_locks, TU_MAX_LOCKS, l);

@@ -70,6 +70,10 @@ rowlock_client *tu_client(const char *table);
 rowlock_client *tu_client_at(const char *defaults_file, const char *table);
 /* A lock handle. Asserts success. */
 rowlock_lock *tu_lock(rowlock_client *c, const char *name, rowlock_strategy s);
+/* A lock handle of a mode (shared, or a semaphore of `permits`), exactly as
+ * asked (ROWLOCK_TEST_LOCK_MODE does not apply). Asserts success. */
+rowlock_lock *tu_lock_mode(rowlock_client *c, const char *name, rowlock_strategy s, rowlock_mode mode,
+                           unsigned permits);
 void tu_lock_free(rowlock_lock *l);
 void tu_client_free(rowlock_client *c);
 /* Register a client made elsewhere (so tu_teardown frees it). */
