@@ -114,11 +114,11 @@
  *   - that holds only while the attempt's statements run in one
  *     transaction, and a Galera node can end it without saying so: a
  *     brute-force abort (another node's write set applied over our locks)
- *     that lands while a statement of ours is being prepared or answered
- *     is not always reported (seen on MariaDB 10.11: a grant whose entry
- *     was written autocommitted after its transaction was gone, three
- *     holders of a 2-permit semaphore about once in five cluster test
- *     runs). So every write of the attempt is conditioned on
+ *     is not always reported (seen on MariaDB 10.11 at a name's first
+ *     grants, where new connections prepare their statements: a grant
+ *     whose entry was written autocommitted after its transaction was
+ *     gone, three holders of a 2-permit semaphore, 3 cluster test runs in
+ *     14; the exact window is not pinned down). So every write of the attempt is conditioned on
  *     @@in_transaction (CL_IN_TRX: outside it, it changes nothing), the
  *     server's in-transaction flag is checked after each step
  *     (cl_still_in), and a grant is read back after its commit
