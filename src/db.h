@@ -157,7 +157,8 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * ROWLOCK_ENOMEM (32 rules). rowlock__fault_tag_known(tag) is 1 for a tag a
  * statement carries.
  * rowlock__fault_clear(client) removes a client's rules (NULL: all rules);
- * rowlock__fault_fired(client, tag) counts how often its rules fired.
+ * rowlock__fault_fired(client, tag) counts how often its rules fired;
+ * rowlock__fault_fired_total() how often any rule fired.
  * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
  * error number, stall=MS or drop) arms rules for any client at the first
  * statement (spec: an error number, stall=MS, drop or rollback=MS), so a
@@ -177,6 +178,9 @@ int rowlock__fault_set(const struct rowlock_client *c, const char *tag, unsigned
 void rowlock__fault_clear(const struct rowlock_client *c);
 int rowlock__fault_tag_known(const char *tag);
 unsigned rowlock__fault_fired(const struct rowlock_client *c, const char *tag);
+/* How often any rule fired, all clients and tags (a worker process driven by
+ * ROWLOCK_FAULTS reports it: tests/fault). */
+unsigned rowlock__fault_fired_total(void);
 #endif
 /* Next entry of a host list "h1[:port],[v6]:port,h3": the host into buf, its
  * port into *port (0 if none); returns the rest of the list, NULL at its end. */

@@ -129,6 +129,17 @@ void rowlock__fault_clear(const rowlock_client *c)
     pthread_mutex_unlock(&fault_mu);
 }
 
+unsigned rowlock__fault_fired_total(void)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&fault_mu);
+    for (int i = 0; i < FAULT_MAX; i++)
+        if (faults[i].used)
+            n += faults[i].fired;
+    pthread_mutex_unlock(&fault_mu);
+    return n;
+}
+
 unsigned rowlock__fault_fired(const rowlock_client *c, const char *tag)
 {
     unsigned n = 0;

@@ -34,7 +34,7 @@ if(TARGET rowlock_fault_objects)
   add_executable(fault_worker_seam ${_fault_dir}/fault_worker.c $<TARGET_OBJECTS:rowlock_fault_objects>)
   target_include_directories(fault_worker_seam PRIVATE ${PROJECT_SOURCE_DIR}/include ${ROWLOCK_GEN_DIR})
   target_link_libraries(fault_worker_seam PRIVATE PkgConfig::MYSQLCLIENT Threads::Threads m)
-  target_compile_definitions(fault_worker_seam PRIVATE _GNU_SOURCE)
+  target_compile_definitions(fault_worker_seam PRIVATE _GNU_SOURCE ROWLOCK_FAULT_INJECTION)
   set(_fault_seam_env "FAULT_WORKER_SEAM=$<TARGET_FILE:fault_worker_seam>")
 endif()
 

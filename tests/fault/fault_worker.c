@@ -148,6 +148,28 @@ static void rec(const char *fmt, ...)
     }
 }
 
+#ifdef ROWLOCK_FAULT_INJECTION
+/* The seam's own count (src/fault.c; this worker is linked with the test-only
+ * library objects when built as fault_worker_seam). */
+unsigned rowlock__fault_fired_total(void);
+#endif
+
+/* With the fault seam: a "seam" record whenever more of its rules have fired
+ * (errors the library absorbed included), so the db_error scenario can tell
+ * "the seam never fired" from "every injected error was absorbed". No "pid"
+ * field: the orchestrator's per-process state ignores it. */
+static void rec_seam(void)
+{
+#ifdef ROWLOCK_FAULT_INJECTION
+    static unsigned reported;
+    unsigned n = rowlock__fault_fired_total();
+    if (n != reported) {
+        reported = n;
+        rec("{\"ev\":\"seam\",\"wpid\":%d,\"fired\":%u,\"t\":%" PRId64 "}", (int)getpid(), n, now_us());
+    }
+#endif
+}
+
 /* A failed library call: its code and the server error kept with it
  * (an error injected by the test-only fault seam says "injected fault"). */
 static void rec_err(const char *op, const char *name, const char *gid, const rowlock_client *c, int rc)
@@ -550,6 +572,7 @@ static int run_loop(opts *o)
     sigaction(SIGTERM, &sa, NULL);
 
     while (!got_term && (o->count <= 0 || seq < o->count) && now_us() < deadline) {
+        rec_seam();
         char gid[96];
         uint64_t token = 0;
         int64_t t_req, t_begin, t_end, last_req, hold_end;

@@ -902,8 +902,19 @@ def sc_db_error(run, args):
             # adopted), so one group may never see one: a note. The history
             # checks are what this scenario asserts.
             log("db_error: note: %s saw no injected statement error (absorbed by the library)" % g.name)
-    if seen == 0:
-        fails.append("db_error: no worker saw any injected statement error: the seam did not fire")
+    # What the seam fired (each worker's own count, "seam" records): the
+    # library absorbs many injected errors (retried, reconnected, adopted),
+    # and 24 random rules per worker may all land on statements that only
+    # ever return such errors, so "no worker saw one" alone is not a failure
+    # of the seam (it failed a fresh-clone CI run that way).
+    fired = {}
+    for r in run.records:
+        if r.get("ev") == "seam":
+            fired[r["wpid"]] = max(fired.get(r["wpid"], 0), int(r["fired"]))
+    log("db_error: the seam fired %d times in %d workers; %d injected errors reached a worker"
+        % (sum(fired.values()), len(fired), seen))
+    if sum(fired.values()) == 0:
+        fails.append("db_error: the seam never fired in any worker (no injection was tested)")
     return fails
 
 
