@@ -119,7 +119,7 @@ static void forget_stmt(rowlock_client *c, MYSQL_STMT *st)
     }
 }
 
-#define MAX_BIND 16
+#define MAX_BIND 24
 
 /* Bind n parameters (pb, plen and pnull have room for MAX_BIND). */
 static void bind_params(MYSQL_BIND *pb, unsigned long *plen, my_bool *pnull, const rowlock__param *params,
@@ -202,7 +202,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
     if (rc)
         return rc;
     if (nparams > MAX_BIND || ncols > MAX_BIND)
-        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: internal error: too many columns", what);
+        return rowlock__fail(c, ROWLOCK_EINVALID, "%s: internal error: too many parameters or columns", what);
     MYSQL_STMT *st = get_stmt(c, what, tmpl, variant, &rc);
     if (!st)
         return rc;

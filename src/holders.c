@@ -57,19 +57,43 @@
  *   wake lock, after the commit, so a woken waiter sees the row gone).
  * Renew: 1 round trip, UPDATE expires_at, owner- and token-checked, only
  *   while the lease has not ended (the lease keeper renews through it).
- * Waiting without polling. Every entry's session holds a wake lock,
- *   GET_LOCK("rowlock.<hash of table and name>.<hash of owner>"), from its
- *   WRITE until its final release (or the end of its session). A waiter that
- *   was not granted waits, in one statement, for the wake lock of the entry
- *   that blocks it (exclusive waiter: the conflicting entry with the largest
- *   ticket; shared: the conflicting exclusive one; semaphore: the holder
- *   whose lease ends first), in slices of at most 1 s (250 ms when it waits
- *   for one of N semaphore holders: another holder may leave first), then
- *   tries again. A blocker whose session is gone but whose lease runs on (a
- *   crashed holder) frees no lock: the waiter then sleeps until that lease
- *   ends (capped backoff). A waiter's entry lives 5 s past each try, so a
- *   waiter that crashed blocks nobody for long; one that gives up deletes
- *   its entry.
+ * Waiting without polling (one server). Every entry's session holds a
+ *   wake lock, GET_LOCK("rowlock.<hash of table and name>.<hash of owner>"),
+ *   from its WRITE until its final release (or the end of its session), and
+ *   a waiter's session also holds its queue lock ("rowlock.<hash of table
+ *   and name>.q<CRC-32 of owner>", a name SQL can build from the entry's
+ *   owner) from its WRITE until it is granted (the grant's WRITE frees it)
+ *   or leaves. A waiter that was not granted waits, in one statement
+ *   (hold-wait-entry), for the lock of the entry that blocks it: an
+ *   exclusive or semaphore waiter behind other waiters, the queue lock of
+ *   one of them (it looks again when that one is granted or leaves; which
+ *   one: attempt(), a binary tree over the queue that keeps every chain of
+ *   lock waits short, as the server's deadlock detector requires); the
+ *   first exclusive waiter, the wake lock of the conflicting holder with the
+ *   largest ticket; a shared waiter, of the conflicting exclusive entry
+ *   (all readers behind a writer wake at its release); the semaphore's
+ *   first waiter, the wake lock of the holder whose lease ends first, in
+ *   250 ms slices (another holder may leave first: a wake-up on "any of N"
+ *   does not exist among named locks), each slice's statement also
+ *   counting the live grants. Other slices last up to 30 s (within the
+ *   read timeout), on a holder less than its lease left. When a slice passes, the same statement says whether the entry is
+ *   unchanged (same grant, lease not over, a waiter's session still there):
+ *   then the waiter waits again without trying: an idle waiter costs one
+ *   statement per slice (and an attempt every 5 minutes, which rewrites its
+ *   entry: a waiter entry's expires_at is 10 minutes ahead, for the reaper,
+ *   which deletes only entries past it). A
+ *   waiter entry is live (WAITER_LIVE) while its session holds its queue
+ *   lock and, besides, is in a wait statement (it holds its awake lock,
+ *   "rowlock.<hash>.a<CRC-32 of owner>", through each wait statement) or
+ *   wrote its entry less than 5 s ago: a waiter whose process died blocks
+ *   nobody once its session ends, which is when its wait statement ends (the
+ *   server notices a gone client only then), i.e. when what it waited for
+ *   happens or its slice passes; one that stopped (a paused process) blocks
+ *   nobody 5 s after its last statement ended. A blocker whose session
+ *   is gone but whose lease runs on (a crashed holder) frees no lock (its
+ *   lock is free at once): the waiter then sleeps until that lease ends
+ *   (capped backoff). One that gives up deletes its entry. On a cluster
+ *   both locks are node-local: see below.
  * Leases, owner checks, re-entrancy. Each entry has its own lease; release
  *   and renew match name, owner and the grant's token. A second grant to the
  *   same owner (another handle of the client, or the same handle again) is a
@@ -127,9 +151,12 @@
  *   - a name's first shared use converts a one-row grant's row only when it
  *     is released (owner NULL) or watched unchanged for its lease
  *     (CONVERT_CL, conditioned on that (token, gen), gen + 1);
- *   - waiting: wake locks are node-local, so a waiter looks again at least
- *     every rule->slice_max_s (50 ms) and backs off when a wake lock is
- *     free at once (its holder is on another node);
+ *   - waiting: wake and queue locks are node-local, so a waiter waits on
+ *     the blocker's wake lock and looks again at least every
+ *     rule->slice_max_s (50 ms), backing off when the lock is free at once
+ *     (its holder is on another node); a waiter's place lasts 5 s past
+ *     each try (WAITER_TTL_US), and its queue lock says nothing (the
+ *     watching above decides);
  *   - the reaper (lease_cluster.c) leaves holder entries: the next acquirer
  *     of the name removes a dead one after watching it a lease.
  *   The cost, as for rows: an acquirer first watching an entry whose owner
@@ -143,7 +170,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WAITER_TTL_US 5000000    /* a waiter's entry outlives its last try by this */
+#define WAITER_TTL_US 5000000    /* a waiter's entry outlives its last try by this
+                                    (one server: unless it is in a wait) */
+#define WAITER_PLACE_US 600000000 /* one server: a waiter entry's expires_at (for the
+                                     reaper), rewritten every half of it */
 #define SEM_SLICE_S 0.25         /* a semaphore waiter's slice on one of N holders */
 #define TICKET_KEEP_US 3000000   /* a wait that ended keeps its queue place this long */
 
@@ -212,10 +242,30 @@ static const char SQL_ROW_CL[] =
     " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
     "FROM `{{table}}` WHERE name = ?";
 
-/* Params: name. One row per entry (none: a row with NULL entry columns). */
+/* The queue or awake lock of the entry whose owner is in `col`
+ * (queue_lock() in C): its session holds the queue lock while the entry
+ * waits, the awake lock while it is in a wait statement. One parameter,
+ * the name's prefix of that kind. */
+#define QLOCK_OF(col) "CONCAT(?, LPAD(LOWER(HEX(CRC32(" col "))), 8, '0'))"
+
+/* A waiter entry (h) is live (one server): its session holds its queue lock,
+ * and it is in a wait statement (awake lock) or wrote its entry less than
+ * WAITER_TTL_US ago (expires_at - lease_us: when). Params: queue prefix,
+ * awake prefix. */
+#define WAITER_LIVE                                                                                             \
+    "(IS_USED_LOCK(" QLOCK_OF("h.owner") ") IS NOT NULL AND (IS_USED_LOCK(" QLOCK_OF("h.owner") ") IS NOT NULL" \
+    " OR h.expires_at > UTC_TIMESTAMP(6) + INTERVAL (h.lease_us - 5000000) MICROSECOND))"
+
+/* Params: queue prefix, awake prefix, name. One row per entry (none: a row
+ * with NULL entry columns). A grant is live while its lease lasts, a
+ * waiter as WAITER_LIVE says: a waiter whose session ended (a crash, a cut
+ * connection) blocks nobody from then on, one that stopped (a paused
+ * process) blocks nobody 5 s after its last statement ended. On a cluster
+ * the column is not used (the entries are watched). */
 static const char SQL_ENTRIES[] =
     "/* rowlock:hold-entries */ SELECT t.permits, IFNULL(h.owner, ''), IFNULL(h.mode, 0), IFNULL(h.ticket, 0), IFNULL(h.granted, 0),"
-    " IFNULL(h.count, 0), IFNULL(h.token, 0), IFNULL(h.expires_at > UTC_TIMESTAMP(6), 0),"
+    " IFNULL(h.count, 0), IFNULL(h.token, 0),"
+    " IFNULL(IF(h.granted = 1, h.expires_at > UTC_TIMESTAMP(6), " WAITER_LIVE "), 0),"
     " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL,"
     " IFNULL(h.gen, 0),"
     " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) "
@@ -223,16 +273,21 @@ static const char SQL_ENTRIES[] =
     "LOCK IN SHARE MODE";
 
 /* Our entry. Params: name, owner, mode, ticket, granted, granted (for
- * acquired_at), count, wake, wake, token, lease µs (the entry's expiry from
- * now), lease µs (lease_us). The wake lock is taken in the same statement,
- * once per session (IS_USED_LOCK guards GET_LOCK, which nests). Every write
- * bumps gen (the cluster's watchers start over). Assignments read columns
- * before they are assigned only, so both assignment orders agree. */
+ * acquired_at), count, wake, wake, granted, queue lock x4, token, lease µs
+ * (the entry's expiry from now), lease µs (lease_us). The wake lock is
+ * taken in the same statement, once per session (IS_USED_LOCK guards
+ * GET_LOCK, which nests); so is the queue lock, by a waiter, and a grant
+ * lets it go (before its commit: whoever it wakes reads the entries after
+ * the commit, behind the names row's lock). Every write bumps gen (the
+ * cluster's watchers start over). Assignments read columns before they are
+ * assigned only, so both assignment orders agree. */
 #define WRITE_HEAD                                                                                            \
     "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
 #define WRITE_ROW                                                                                             \
     "?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"                                                             \
-    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"                           \
+    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0))"                            \
+    " + 0 * IF(?, IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), IFNULL(RELEASE_LOCK(?), 0), 0),"                      \
+    "   IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0))),"                                \
     " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ?"
 #define WRITE_TAIL                                                                                            \
     " ON DUPLICATE KEY UPDATE"                                                                                  \
@@ -279,6 +334,27 @@ static const char SQL_DROP_DEAD[] =
 static const char SQL_GRANTED_CL[] =
     "/* rowlock:hold-granted-cl */ SELECT 1 FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
     " AND count = ? AND gen = ?";
+/* A waiter's wait on one entry (one server), holding our awake lock
+ * while it lasts (taken first, let go last). The lock waited on: the
+ * entry's wake lock (a holder's: freed by its final release) or its queue
+ * lock (a waiter's: freed when it is granted or leaves). Params: queue
+ * prefix, awake prefix (WAITER_LIVE), name (the permits count), our awake
+ * lock, then our awake lock x2, lock, lock, wait seconds, lock, then name,
+ * owner (the entry). Columns: 3 the lock was free at once (no session holds
+ * it), 1 freed during the wait, 0 the slice passed (NULL: our awake lock is
+ * held by another session); after 0 only: the entry's granted, token, ms
+ * left of its lease (NULL: gone), whether it is live as a waiter, and the
+ * name's live grants. */
+static const char SQL_HOLD_WAIT_ENTRY[] =
+    "/* rowlock:hold-wait-entry */ SELECT w.g, h.granted, h.token,"
+    " FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000),"
+    " " WAITER_LIVE ","
+    " (SELECT COUNT(*) FROM `{{table}}_hold` g WHERE g.name = ? AND w.g = 0 AND g.granted = 1"
+    " AND g.expires_at > UTC_TIMESTAMP(6)),"
+    " RELEASE_LOCK(?) "
+    "FROM (SELECT IF(IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) = 1,"
+    " IF(IS_FREE_LOCK(?), 3, IF(GET_LOCK(?, ?) = 1, 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0)), NULL) AS g) AS w "
+    "LEFT JOIN `{{table}}_hold` h ON w.g = 0 AND h.name = ? AND h.owner = ?";
 /* Params: grace µs (count) / grace µs, batch (delete). */
 static const char SQL_REAP_COUNT[] =
     "/* rowlock:hold-reap-survey */ SELECT COUNT(*) FROM `{{table}}_hold` WHERE expires_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND";
@@ -344,6 +420,8 @@ static int entries_row(void *arg)
     return 0;
 }
 
+static void queue_prefix(const rowlock_lock *l, char kind, char *out, size_t cap);
+
 static int entries_read(rowlock_lock *l, entries *e)
 {
     memset(e, 0, sizeof *e);
@@ -353,9 +431,12 @@ static int entries_read(rowlock_lock *l, entries *e)
     e->cols[3].type = ROWLOCK__T_U64;
     e->cols[6].type = ROWLOCK__T_U64;
     e->cols[10].type = ROWLOCK__T_U64;
-    rowlock__param p = RL_STR(l->name, l->name_len);
-    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = &p,
-                                                .nparams = 1, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
+    char qp[40], ap[40];
+    queue_prefix(l, 'q', qp, sizeof qp);
+    queue_prefix(l, 'a', ap, sizeof ap);
+    rowlock__param p[3] = { RL_STR(qp, strlen(qp)), RL_STR(ap, strlen(ap)), RL_STR(l->name, l->name_len) };
+    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = p,
+                                                .nparams = 3, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
                                                 .arg = e));
     if (rc == 0 && e->oom)
         rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
@@ -455,6 +536,24 @@ static void wake_name(const rowlock_lock *l, const char *owner, char *out, size_
              (unsigned long long)fnv(ROWLOCK__FNV1A_START, owner));
 }
 
+/* A waiter's queue lock: "rowlock.<hash of table and name>.q<CRC-32 of
+ * owner>", the name SQL builds from an entry's owner (QLOCK_OF), so that a
+ * statement can ask whether a waiter's session is still there. */
+static void queue_prefix(const rowlock_lock *l, char kind, char *out, size_t cap)
+{
+    snprintf(out, cap, "rowlock.%016llx.%c",
+             (unsigned long long)fnv(fnv(ROWLOCK__FNV1A_START, l->client->table), l->name), kind);
+}
+
+/* kind 'q': the queue lock (held while the entry waits), 'a': the awake
+ * lock (held while its session is in a wait statement). */
+static void queue_lock(const rowlock_lock *l, char kind, const char *owner, char *out, size_t cap)
+{
+    char prefix[40];
+    queue_prefix(l, kind, prefix, sizeof prefix);
+    snprintf(out, cap, "%s%08x", prefix, (unsigned)rowlock__crc32(owner, strlen(owner)));
+}
+
 static const char *mode_name(int mode)
 {
     return mode == ROWLOCK_MODE_SHARED ? "shared" : "exclusive";
@@ -484,9 +583,16 @@ static void rollback(rowlock_client *c)
 /* What an attempt that was not granted learned. */
 typedef struct blocked {
     int path;             /* ATT_*: why */
-    char wake[64];        /* the blocker's wake lock ("" none) */
+    char wake[64];        /* the lock to wait on: the blocker's wake lock, or
+                             (a semaphore's waiter behind another waiter) the
+                             queue lock of the waiter ahead ("" none) */
     int64_t blocker_ms;   /* ms until the blocker's lease ends */
     double slice_cap_s;   /* how long to wait on it at most */
+    char owner[ROWLOCK_OWNER_MAX + 1]; /* whose entry `wake` belongs to */
+    uint64_t token;       /* that entry's token and granted, as read */
+    int granted;
+    unsigned permits;     /* the name's (0: any number of readers) */
+    int sem_head;         /* first semaphore waiter: also counts the grants */
     char why[ROWLOCK__ERRMSG_MAX];
 } blocked;
 
@@ -508,12 +614,12 @@ static int cl_still_in(rowlock_lock *l, const char *step)
     if (rowlock__db_in_transaction(l->client))
         return 0;
     return rowlock__fail(l->client, ROWLOCK_EBUSY,
-                         "acquire %s (insert, %s): the cluster aborted the transaction (%s); trying again", l->shown,
+                         "acquire %s (insert, %s): the cluster aborted the transaction (%s)", l->shown,
                          mode_name(l->mode), step);
 }
 
-static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once, uint64_t *ticket, int *granted,
-                   blocked *b)
+static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waiter_ttl_us, int try_once,
+                   uint64_t *ticket, int *granted, blocked *b)
 {
     rowlock_client *c = l->client;
     int rc;
@@ -618,12 +724,15 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
         /* Conflicts: live entries of others that are ahead of us or granted. */
         unsigned ahead = 0, excl = 0;
         const entry *last = NULL, *last_x = NULL, *first_end = NULL;
+        unsigned waiters_ahead = 0;
         for (size_t i = 0; i < e.n; i++) {
             const entry *x = &e.v[i];
             if (x == mine || !x->live || !(x->ticket < tk || x->granted))
                 continue;
             ahead++;
             last = x;
+            if (!x->granted && x->ticket < tk)
+                waiters_ahead++;
             if (x->mode == ROWLOCK_MODE_EXCLUSIVE) {
                 excl++;
                 last_x = x;
@@ -632,6 +741,9 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
                 first_end = x;
         }
         const entry *blocker = NULL;
+        int sem = 0;
+        b->sem_head = 0;
+        b->permits = e.permits;
         if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
             blocker = last;
             b->slice_cap_s = 1;
@@ -641,6 +753,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
         } else if (e.permits && ahead >= e.permits) {
             blocker = first_end ? first_end : last;
             b->slice_cap_s = SEM_SLICE_S;
+            sem = 1;
         }
         if (blocker == NULL) {
             *granted = 1;
@@ -650,18 +763,51 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
             b->path = ATT_QUEUED;
             wake_name(l, blocker->owner, b->wake, sizeof b->wake);
             b->blocker_ms = blocker->expires_in_ms;
+            const entry *target = blocker;
+            if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE)) {
+                /* Behind other waiters, an exclusive or semaphore waiter
+                 * waits for one of them to be granted or to leave (its queue
+                 * lock), then looks again; only the first waiter watches
+                 * the holders. Which one: our place p among the waiters,
+                 * with its lowest set bit cleared (a binary tree over the
+                 * queue), not the one just ahead: the server's deadlock
+                 * detector takes a chain of lock waits deeper than 32 for a
+                 * deadlock (error 1213), and this keeps every chain within
+                 * log2(waiters) + 2; a waiter moves up at most twice. */
+                const unsigned want = waiters_ahead & (waiters_ahead - 1);
+                unsigned k = 0;
+                const entry *w = NULL;
+                for (size_t i = 0; i < e.n && !w; i++) {
+                    const entry *x = &e.v[i];
+                    if (x == mine || !x->live || x->granted || !(x->ticket < tk))
+                        continue;
+                    if (k++ == want)
+                        w = x;
+                }
+                if (w) {
+                    target = w;
+                    queue_lock(l, 'q', w->owner, b->wake, sizeof b->wake);
+                    b->blocker_ms = w->expires_in_ms;
+                } else {
+                    b->sem_head = sem;
+                }
+            }
+            snprintf(b->owner, sizeof b->owner, "%s", target->owner);
+            b->token = target->token;
+            b->granted = target->granted;
+            char rest[48] = ""; /* a waiter's place has no end to tell */
+            if (blocker->granted)
+                snprintf(rest, sizeof rest, " for another %lld ms", (long long)blocker->expires_in_ms);
             if (e.permits && !excl && l->mode == ROWLOCK_MODE_SHARED)
                 snprintf(b->why, sizeof b->why,
                          "acquire %.150s (insert, shared): all %u permits taken (%u holders and waiters ahead; e.g. "
-                         "%.150s, %s, %s, token %llu, for another %lld ms)",
+                         "%.150s, %s, %s, token %llu%s)",
                          l->shown, e.permits, ahead, owner, mode_name(blocker->mode),
-                         blocker->granted ? "holding" : "waiting", (unsigned long long)blocker->token,
-                         (long long)blocker->expires_in_ms);
+                         blocker->granted ? "holding" : "waiting", (unsigned long long)blocker->token, rest);
             else
-                snprintf(b->why, sizeof b->why, "acquire %.150s (insert, %s): %s by %.150s (%s, token %llu) for another %lld ms",
+                snprintf(b->why, sizeof b->why, "acquire %.150s (insert, %s): %s by %.150s (%s, token %llu)%s",
                          l->shown, mode_name(l->mode), blocker->granted ? "held" : "queued for", owner,
-                         mode_name(blocker->mode), (unsigned long long)blocker->token,
-                         (long long)blocker->expires_in_ms);
+                         mode_name(blocker->mode), (unsigned long long)blocker->token, rest);
         }
     }
     const uint64_t gen_after = mine ? mine->gen + 1 : 1; /* what our write leaves (WRITE: gen + 1, or 1) */
@@ -674,19 +820,26 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
 
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
-    int64_t ttl_us = *granted ? lease_ms * 1000 : WAITER_TTL_US;
-    rowlock__param pw[12] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
+    char qlock[64];
+    queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
+    int64_t ttl_us = *granted ? lease_ms * 1000 : waiter_ttl_us;
+    rowlock__param pw[17] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
                               RL_U64(tk),
                               RL_I64(*granted),
                               RL_I64(*granted),
                               RL_I64(*granted ? count : 0),
                               RL_STR(wake, strlen(wake)),
                               RL_STR(wake, strlen(wake)),
+                              RL_I64(*granted),
+                              RL_STR(qlock, strlen(qlock)),
+                              RL_STR(qlock, strlen(qlock)),
+                              RL_STR(qlock, strlen(qlock)),
+                              RL_STR(qlock, strlen(qlock)),
                               RL_U64(*granted ? token : 0),
                               RL_I64(ttl_us),
                               RL_I64(ttl_us) };
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = cluster ? SQL_WRITE_CL : SQL_WRITE,
-                                         .params = pw, .nparams = 12, .res = &res))))
+                                         .params = pw, .nparams = 17, .res = &res))))
         goto fail;
     if (cluster && (rc = cl_still_in(l, "entry")))
         goto fail;
@@ -706,7 +859,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int try_once,
             goto fail;
         if (rg.rows != 1) {
             rc = rowlock__fail(c, ROWLOCK_EBUSY,
-                               "acquire %s (insert, %s): the cluster aborted the grant's transaction; trying again",
+                               "acquire %s (insert, %s): the cluster aborted the grant's transaction",
                                l->shown, mode_name(l->mode));
             goto fail;
         }
@@ -824,6 +977,79 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
     return (int)col.i;
 }
 
+enum { HW_ERROR = -1, HW_FREED = 1, HW_FREE_AT_ONCE, HW_LOOK };
+
+/* One server: wait on the entry b names (its wake or queue lock) in slices
+ * of one statement each, as long as the slices pass and the entry stays as
+ * it was (live; for the first semaphore waiter: every permit taken), in
+ * each statement holding our awake lock (WAITER_LIVE: a waiter in a wait
+ * is live however long ago it wrote its entry). written_us: when our entry
+ * was last written (our monotonic clock); after half its place's life we
+ * try again, which writes it anew. HW_FREED: the lock was freed (try now);
+ * HW_FREE_AT_ONCE: nobody held it; HW_LOOK: something changed, or the
+ * deadline came, or an interrupt (try; the caller's loop decides);
+ * HW_ERROR. An idle waiter costs one statement per slice: up to 30 s
+ * (within the read timeout), on a holder no longer than its lease left,
+ * 250 ms for the first semaphore waiter. */
+static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_t written_us)
+{
+    rowlock_client *c = l->client;
+    char qp[40], ap[40], awake[64];
+    queue_prefix(l, 'q', qp, sizeof qp);
+    queue_prefix(l, 'a', ap, sizeof ap);
+    queue_lock(l, 'a', c->owner, awake, sizeof awake);
+    int64_t left_ms = b->blocker_ms;
+    for (;;) {
+        if (rowlock__interrupted(c) || rowlock__now_us() - written_us > WAITER_PLACE_US / 2)
+            return HW_LOOK;
+        double slice = rowlock__queue_slice_s(c, deadline);
+        if (b->sem_head && slice > SEM_SLICE_S)
+            slice = SEM_SLICE_S;
+        if (b->granted && slice > (double)left_ms / 1e3 + 0.001)
+            slice = (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
+        if (slice <= 0)
+            return HW_LOOK;
+        rowlock__param p[12] = { RL_STR(qp, strlen(qp)),
+                                 RL_STR(ap, strlen(ap)),
+                                 RL_STR(l->name, l->name_len),
+                                 RL_STR(awake, strlen(awake)),
+                                 RL_STR(awake, strlen(awake)),
+                                 RL_STR(awake, strlen(awake)),
+                                 RL_STR(b->wake, strlen(b->wake)),
+                                 RL_STR(b->wake, strlen(b->wake)),
+                                 { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice },
+                                 RL_STR(b->wake, strlen(b->wake)),
+                                 RL_STR(l->name, l->name_len),
+                                 RL_STR(b->owner, strlen(b->owner)) };
+        rowlock__col cols[7];
+        memset(cols, 0, sizeof cols);
+        for (int i = 0; i < 7; i++)
+            cols[i].type = ROWLOCK__T_I64;
+        cols[2].type = ROWLOCK__T_U64;
+        if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ENTRY, .params = p,
+                                             .nparams = 12, .cols = cols, .ncols = 7)) ||
+            cols[0].is_null) {
+            /* The statement failed before letting our awake lock go (a
+             * deadlock the server saw, a lost connection): let it go. */
+            rowlock__param pa = RL_STR(awake, strlen(awake));
+            rowlock__col col = { .type = ROWLOCK__T_I64 };
+            if (c->connected)
+                (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pa,
+                                                       .nparams = 1, .cols = &col, .ncols = 1));
+            return HW_ERROR;
+        }
+        if (cols[0].i == 3)
+            return HW_FREE_AT_ONCE;
+        if (cols[0].i != 0)
+            return HW_FREED;
+        if (rowlock__now_us() >= deadline || cols[1].is_null || (int)cols[1].i != b->granted ||
+            cols[2].u != b->token || (b->granted ? cols[3].is_null || cols[3].i <= 0 : !cols[4].i) ||
+            (b->sem_head && (unsigned)cols[5].i < b->permits))
+            return HW_LOOK;
+        left_ms = cols[3].i;
+    }
+}
+
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
@@ -831,6 +1057,12 @@ static void forget(rowlock_lock *l)
         return;
     rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
     (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
+    char qlock[64];
+    queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
+    rowlock__param pq = RL_STR(qlock, strlen(qlock));
+    rowlock__col qcol = { .type = ROWLOCK__T_I64 };
+    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pq, .nparams = 1,
+                                           .cols = &qcol, .ncols = 1));
     if (other_holds(l) == 0 && l->held == 0) {
         char wake[64];
         wake_name(l, c->owner, wake, sizeof wake);
@@ -859,6 +1091,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     uint64_t ticket = 0;
     unsigned polls = 0;
     int queued = 0;
+    int64_t written_us = 0; /* one server: when our waiter entry was last written */
+    const int64_t ttl_us = cluster ? WAITER_TTL_US : WAITER_PLACE_US;
     for (;;) {
         if (wait_ms != 0 && rowlock__interrupted(c)) { /* rowlock_client_interrupt() */
             if (queued)
@@ -868,7 +1102,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
         }
         int granted = 0;
         blocked b;
-        int rc = attempt(l, cluster, lease_ms, wait_ms == 0, &ticket, &granted, &b);
+        const int64_t tried_at = rowlock__now_us();
+        int rc = attempt(l, cluster, lease_ms, ttl_us, wait_ms == 0, &ticket, &granted, &b);
         if (rc == ROWLOCK_EBUSY && b.path == 0) {
             /* A lock wait or deadlock on the name's row (another acquirer's
              * transaction, a for-update holder): try again shortly. */
@@ -902,9 +1137,10 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             l->multi = 1;
             continue;
         }
-        if (b.path == ATT_QUEUED)
+        if (b.path == ATT_QUEUED) {
             queued = 1;
-        else
+            written_us = tried_at; /* our entry's write came after tried_at */
+        } else
             memcpy(b.why, c->errmsg, sizeof b.why); /* ATT_ONE_ROW: the explaining read's message */
         int64_t now = rowlock__now_us();
         if (now >= deadline) {
@@ -922,6 +1158,29 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             slice = rule->slice_max_s; /* wake locks are node-local: look again often */
         if ((double)left_us / 1e6 < slice)
             slice = (double)left_us / 1e6;
+        if (!cluster && b.path == ATT_QUEUED && b.wake[0]) {
+            int h = hold_wait(l, &b, deadline, written_us);
+            if (h == HW_FREED || (h == HW_FREE_AT_ONCE && !b.granted) || h == HW_LOOK) {
+                /* Freed, a waiter ahead that left (its session too), or a
+                 * change: look again at once. */
+                polls = 0;
+            } else if (h == HW_FREE_AT_ONCE) {
+                /* The holder's wake lock is free but its lease runs: its
+                 * session is gone (or between statements). Wait for its
+                 * lease, polling with capped backoff. */
+                int64_t d = rowlock__backoff_us(polls < 16 ? polls : 16, 2000, 200000, rowlock__rand32(&c->rng));
+                polls++;
+                if (d > b.blocker_ms * 1000 + 1000)
+                    d = b.blocker_ms * 1000 + 1000;
+                if (d > deadline - rowlock__now_us())
+                    d = deadline - rowlock__now_us();
+                if (d > 0)
+                    rowlock__sleep_us(d);
+            } else {
+                rowlock__sleep_us(rowlock__backoff_us(polls < 16 ? polls++ : 16, 2000, 200000, rowlock__rand32(&c->rng)));
+            }
+            continue;
+        }
         int w;
         if (b.path == ATT_ONE_ROW)
             w = wait_wake(c, ROWLOCK__LEASE(l)->hint, slice); /* the one-row holder's hint */

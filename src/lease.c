@@ -323,7 +323,7 @@ static double slice_s(int64_t deadline)
  * cut would cost a reconnect). */
 #define QUEUE_SLICE_MAX_S 30.0
 
-static double queue_slice_s(const rowlock_client *c, int64_t deadline)
+double rowlock__queue_slice_s(const rowlock_client *c, int64_t deadline)
 {
     double cap = QUEUE_SLICE_MAX_S;
     if (c->read_timeout_ms > 0) {
@@ -437,7 +437,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
         if (joined == 1 && !head) {
             /* Queue for the head lock: the server grants it in FIFO order. */
-            int q = queue_wait(l, queue_slice_s(l->client, deadline));
+            int q = queue_wait(l, rowlock__queue_slice_s(l->client, deadline));
             if (q == 0) {
                 if (rowlock__now_us() >= deadline)
                     continue; /* the deadline check above ends the wait */

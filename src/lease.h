@@ -30,6 +30,10 @@
                                    durable before we report it) */
 int rowlock__wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
                        int (*attempt)(rowlock_lock *l, int64_t lease_ms, int64_t remaining_ms, unsigned flags));
+/* The longest slice (s) of one waiting statement of c, or less to reach
+ * the deadline (rowlock__now_us() µs; INT64_MAX: none): at most 30 s and
+ * within c's read timeout. */
+double rowlock__queue_slice_s(const rowlock_client *c, int64_t deadline);
 /* The per-lock state of a lease strategy starts with this (lease.c's only). */
 typedef struct rowlock__lease_lock {
     char hint[40];       /* GET_LOCK name used as a wake-up hint */

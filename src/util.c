@@ -182,6 +182,19 @@ uint64_t rowlock__fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+/* CRC-32 (ISO-HDLC, zlib's and the server's CRC32()): the owner part of
+ * the holders' queue locks, which SQL computes too (holders.c). */
+uint32_t rowlock__crc32(const void *data, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (const unsigned char *p = data, *end = p + n; p < end; p++) {
+        c ^= *p;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+    }
+    return c ^ 0xffffffffu;
+}
+
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)
 {
     size_t n = strlen(src);

@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,6 +24,13 @@ static rowlock_lock *ML(rowlock_client *c, const char *name, rowlock_mode mode, 
 static rowlock_client *C(void)
 {
     return tu_client(TABLE);
+}
+
+/* Run under the seam build's forced cluster rule (db_modes_insert_cluster_rule)? */
+static int cluster_rule(void)
+{
+    const char *rule = getenv("ROWLOCK_LEASE_RULE");
+    return rule && strcmp(rule, "cluster") == 0;
 }
 
 /* A child's handle with a mode. */
@@ -293,6 +301,129 @@ static void run_semaphore(unsigned permits, const char *name)
     tu_shm_free(s, sizeof *s);
 }
 
+/* ---- waiters in the semaphore's queue (one server) ------------------------- */
+
+/* What one queued child did: [0] granted at (µs, 0: not granted), [1]
+ * released at, [2] its acquire's result + 100. Name, hold and how long the
+ * child keeps its session after the release in `name`, hold_ms, linger_ms. */
+typedef struct queued {
+    char name[32];
+    int hold_ms, linger_ms;
+    int64_t v[4][3];
+} queued;
+
+static int queued_child(void *arg, int idx)
+{
+    queued *q = arg;
+    rowlock_client *c;
+    rowlock_lock *l;
+    int rc = child_lock(q->name, ROWLOCK_MODE_SHARED, 1, &c, &l);
+    if (rc)
+        return rc;
+    rc = rowlock_acquire(l, 20000, TU_LEASE_LONG);
+    q->v[idx][2] = 100 + rc;
+    if (rc) {
+        fprintf(stderr, "queued child %d: %s\n", idx, rowlock_client_errmsg(c));
+        return 20;
+    }
+    q->v[idx][0] = tu_now_us();
+    tu_sleep_ms(q->hold_ms);
+    q->v[idx][1] = tu_now_us();
+    rc = rowlock_release(l);
+    tu_sleep_ms(q->linger_ms);
+    rowlock_client_free(c);
+    return rc ? 21 : 0;
+}
+
+/* One server: a waiter behind another waiter waits for that one's grant
+ * (its queue lock), not for the end of a slice of its own (30 s) nor for
+ * the end of that one's session (it lingers 6 s after its release): the
+ * second waiter is granted right after the first releases. */
+static void test_semaphore__a_waiter_behind_a_waiter_is_woken_by_its_grant(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip();
+    queued *q = tu_shm(sizeof *q);
+    snprintf(q->name, sizeof q->name, "qchain");
+    q->hold_ms = 500;
+    q->linger_ms = 6000;
+    rowlock_client *a = C();
+    rowlock_lock *la = ML(a, "qchain", ROWLOCK_MODE_SHARED, 1);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    pid_t p1 = tu_fork(queued_child, q, 0);
+    tu_sleep_ms(700); /* the first waiter is queued (and heads the queue) */
+    pid_t p2 = tu_fork(queued_child, q, 1);
+    tu_sleep_ms(700); /* the second is queued behind it */
+    assert_int_equal(q->v[0][0], 0);
+    assert_int_equal(q->v[1][0], 0);
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(tu_wait(p1, 25000), 0);
+    assert_int_equal(tu_wait(p2, 25000), 0);
+    assert_true(q->v[0][0] > 0 && q->v[1][0] > 0);
+    assert_true(q->v[1][0] >= q->v[0][1]); /* FIFO, one at a time */
+    int64_t gap_ms = (q->v[1][0] - q->v[0][1]) / 1000;
+    fprintf(stderr, "second waiter granted %lld ms after the first released\n", (long long)gap_ms);
+    assert_true(gap_ms < 3000);
+    tu_shm_free(q, sizeof *q);
+}
+
+/* One server: a waiter whose session ended (its process killed while it
+ * waited) blocks nobody once its wait statement ends, although its entry's
+ * place lasts minutes: the entries are judged by the waiter's queue lock. */
+static void test_semaphore__a_killed_waiter_blocks_nobody(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip();
+    queued *q = tu_shm(sizeof *q);
+    snprintf(q->name, sizeof q->name, "qdead");
+    q->hold_ms = 0;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = ML(a, "qdead", ROWLOCK_MODE_SHARED, 1);
+    rowlock_lock *lb = ML(b, "qdead", ROWLOCK_MODE_SHARED, 1);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    pid_t p1 = tu_fork(queued_child, q, 0);
+    tu_sleep_ms(700); /* queued: its entry lasts minutes */
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+    kill(p1, SIGKILL);
+    assert_int_equal(tu_wait(p1, 5000) != 0, 1);
+    assert_rc(rowlock_release(la), 0, a);
+    /* The killed waiter's session ends when its wait statement does (at the
+     * release, or its 250 ms slice): the permit is b's within the wait. */
+    int64_t t0 = tu_now_us();
+    assert_rc(rowlock_acquire(lb, 3000, TU_LEASE_LONG), 0, b);
+    fprintf(stderr, "granted past a killed waiter in %lld ms\n", (long long)tu_ms_since(t0));
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_shm_free(q, sizeof *q);
+}
+
+/* One server: a waiter keeps its place however long it waits (it is in a
+ * wait statement), not only for the 5 s after its last write: after 6 s of
+ * waiting, with a second permit added (which does not wake it), a newcomer
+ * is still behind it. */
+static void test_semaphore__a_long_waiter_keeps_its_place(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip();
+    queued *q = tu_shm(sizeof *q);
+    snprintf(q->name, sizeof q->name, "qlong");
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = ML(a, "qlong", ROWLOCK_MODE_SHARED, 1);
+    rowlock_lock *lb = ML(b, "qlong", ROWLOCK_MODE_SHARED, 1);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    pid_t p1 = tu_fork(queued_child, q, 0);
+    tu_sleep_ms(6500);
+    assert_int_equal(q->v[0][0], 0);
+    assert_rc(rowlock_admin_set_permits(a, "qlong", 2), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b); /* the waiter first */
+    assert_rc(rowlock_release(la), 0, a);
+    assert_int_equal(tu_wait(p1, 25000), 0);
+    assert_true(q->v[0][0] > 0);
+    tu_shm_free(q, sizeof *q);
+}
+
 static void test_semaphore__never_more_than_n_holders(void **state)
 {
     (void)state;
@@ -514,6 +645,9 @@ int main(int argc, char **argv)
         TU_TEST(test_semaphore__never_more_than_n_holders),
         TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
         TU_TEST(test_semaphore__permits_change_keeps_holders),
+        TU_TEST(test_semaphore__a_waiter_behind_a_waiter_is_woken_by_its_grant),
+        TU_TEST(test_semaphore__a_killed_waiter_blocks_nobody),
+        TU_TEST(test_semaphore__a_long_waiter_keeps_its_place),
         TU_TEST(test_reap__purges_stale_holders_and_tokens_keep_increasing),
         TU_TEST(test_migrate__from_schema_2_with_live_locks),
         TU_TEST(test_modes__exclusive_handles_meet_shared_holders),

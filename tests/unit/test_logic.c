@@ -710,9 +710,22 @@ static void test_errors__every_code_has_a_name_and_a_sentence(void **state)
     assert_true(rowlock_schema_version_expected() >= 1);
 }
 
+/* The holders' queue locks are named by CRC-32 of the owner in C and by
+ * the server's CRC32() in SQL: the two must agree (check values of the
+ * ISO-HDLC CRC-32, as zlib and the server compute it). */
+static void test_crc32__matches_the_servers_crc32(void **state)
+{
+    (void)state;
+    assert_int_equal(rowlock__crc32("", 0), 0);
+    assert_int_equal(rowlock__crc32("123456789", 9), 0xcbf43926u);
+    assert_int_equal(rowlock__crc32("a", 1), 0xe8b7be43u);
+    assert_int_equal(rowlock__crc32("MySQL", 5), 3259397556u); /* the MariaDB manual's CRC32('MySQL') */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc32__matches_the_servers_crc32),
         cmocka_unit_test(test_backoff__stays_between_half_base_and_capped_envelope),
         cmocka_unit_test(test_backoff__never_exceeds_cap_even_for_huge_attempts),
         cmocka_unit_test(test_backoff__grows_with_attempts_until_the_cap),
