@@ -43,25 +43,30 @@ static const char REAP_DELETE[] =
 /* One row, every column a count or µs, all by one UTC_TIMESTAMP(6) (constant
  * within a statement). One-row grants: owner set and not '' (multi-holder
  * rows have owner ''; for-update rows store no owner). Entries of
- * <table>_hold: granted 1 holders, granted 0 queued waiters (a waiter's
- * entry lives a few seconds past its last try, so a live one is queued). */
+ * <table>_hold: granted 1 holders, granted 0 queued waiters (live ones:
+ * below). */
 #define STATS_NOW "UTC_TIMESTAMP(6)"
 #define STATS_AGE(col) "IFNULL(TIMESTAMPDIFF(MICROSECOND, " col ", " STATS_NOW "), 0)"
-static const char STATS[] =
-    "/* rowlock:stats */ SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}`),"
-    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW "),"
-    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW "),"
-    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW "),"
-    " (SELECT COUNT(DISTINCT name) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 0 AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 1 AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 0 AND mode = 0 AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 0 AND mode = 1 AND expires_at > " STATS_NOW "),"
-    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW "),"
-    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW "),"
-    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW ")";
+#define STATS_SQL(waiter_live)                                                                               \
+    "/* rowlock:stats */ SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01', " STATS_NOW ")," \
+    " (SELECT COUNT(*) FROM `{{table}}`)," \
+    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW ")," \
+    " (SELECT COUNT(*) FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW ")," \
+    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at > " STATS_NOW ")," \
+    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}` WHERE owner <> '' AND expires_at <= " STATS_NOW ")," \
+    " (SELECT COUNT(DISTINCT name) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW ")," \
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 0 AND expires_at > " STATS_NOW ")," \
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND mode = 1 AND expires_at > " STATS_NOW ")," \
+    " (SELECT COUNT(*) FROM `{{table}}_hold` h WHERE granted = 0 AND mode = 0 AND " waiter_live ")," \
+    " (SELECT COUNT(*) FROM `{{table}}_hold` h WHERE granted = 0 AND mode = 1 AND " waiter_live ")," \
+    " (SELECT COUNT(*) FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW ")," \
+    " (SELECT " STATS_AGE("MIN(acquired_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at > " STATS_NOW ")," \
+    " (SELECT " STATS_AGE("MIN(expires_at)") " FROM `{{table}}_hold` WHERE granted = 1 AND expires_at <= " STATS_NOW ")"
+/* One server: a waiter is live as ROWLOCK__HOLD_WAITER_LIVE says. A
+ * cluster: while its entry's expires_at has not passed (its queue lock is
+ * node-local; a cluster waiter's entry lives 5 s past its last try). */
+static const char STATS[] = STATS_SQL(ROWLOCK__HOLD_WAITER_LIVE);
+static const char STATS_CL[] = STATS_SQL("h.expires_at > " STATS_NOW);
 enum { STATS_NCOLS = 14 };
 
 struct list_ctx {
@@ -116,7 +121,12 @@ ROWLOCK_EXTERN int rowlock_admin_stats(rowlock_client *c, rowlock_stats_info *st
     memset(k, 0, sizeof k);
     for (int i = 0; i < STATS_NCOLS; i++)
         k[i].type = ROWLOCK__T_I64;
-    int rc = rowlock__db_run(c, RL_STMT(.what = "stats", .tmpl = STATS, .cols = k, .ncols = STATS_NCOLS));
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
+    if (rc)
+        return rc;
+    rc = rowlock__db_run(c, RL_STMT(.what = "stats", .tmpl = (rule->flags & ROWLOCK__RULE_CLOCK) ? STATS : STATS_CL,
+                                    .cols = k, .ncols = STATS_NCOLS));
     if (rc)
         return rc;
     /* Only version 1 fields exist so far: a version 1 struct is all of it,

@@ -60,9 +60,9 @@
  * Waiting without polling (one server). Every entry's session holds a
  *   wake lock, GET_LOCK("rowlock.<hash of table and name>.<hash of owner>"),
  *   from its WRITE until its final release (or the end of its session), and
- *   a waiter's session also holds its queue lock ("rowlock.<hash of table
- *   and name>.q<CRC-32 of owner>", a name SQL can build from the entry's
- *   owner) from its WRITE until it is granted (the grant's WRITE frees it)
+ *   a waiter's session also holds its queue lock ("rowlock.<CRC-32 of table
+ *   and name>.q<CRC-32 of owner>", a name SQL can build from the entry:
+ *   ROWLOCK__HOLD_LOCK_OF) from its WRITE until it is granted (the grant's WRITE frees it)
  *   or leaves. A waiter that was not granted waits, in one statement
  *   (hold-wait-entry), for the lock of the entry that blocks it: an
  *   exclusive or semaphore waiter behind other waiters, the queue lock of
@@ -84,7 +84,7 @@
  *   which deletes only entries past it). A
  *   waiter entry is live (WAITER_LIVE) while its session holds its queue
  *   lock and, besides, is in a wait statement (it holds its awake lock,
- *   "rowlock.<hash>.a<CRC-32 of owner>", through each wait statement) or
+ *   "rowlock.<CRC-32 of table and name>.a<CRC-32 of owner>", through each wait statement) or
  *   wrote its entry less than 5 s ago: a waiter whose process died blocks
  *   nobody once its session ends, which is when its wait statement ends (the
  *   server notices a gone client only then), i.e. when what it waited for
@@ -242,21 +242,9 @@ static const char SQL_ROW_CL[] =
     " IF(lease_us > 0, lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, acquired_at, expires_at), 0), 0)) "
     "FROM `{{table}}` WHERE name = ?";
 
-/* The queue or awake lock of the entry whose owner is in `col`
- * (queue_lock() in C): its session holds the queue lock while the entry
- * waits, the awake lock while it is in a wait statement. One parameter,
- * the name's prefix of that kind. */
-#define QLOCK_OF(col) "CONCAT(?, LPAD(LOWER(HEX(CRC32(" col "))), 8, '0'))"
+#define WAITER_LIVE ROWLOCK__HOLD_WAITER_LIVE
 
-/* A waiter entry (h) is live (one server): its session holds its queue lock,
- * and it is in a wait statement (awake lock) or wrote its entry less than
- * WAITER_TTL_US ago (expires_at - lease_us: when). Params: queue prefix,
- * awake prefix. */
-#define WAITER_LIVE                                                                                             \
-    "(IS_USED_LOCK(" QLOCK_OF("h.owner") ") IS NOT NULL AND (IS_USED_LOCK(" QLOCK_OF("h.owner") ") IS NOT NULL" \
-    " OR h.expires_at > UTC_TIMESTAMP(6) + INTERVAL (h.lease_us - 5000000) MICROSECOND))"
-
-/* Params: queue prefix, awake prefix, name. One row per entry (none: a row
+/* Params: name. One row per entry (none: a row
  * with NULL entry columns). A grant is live while its lease lasts, a
  * waiter as WAITER_LIVE says: a waiter whose session ended (a crash, a cut
  * connection) blocks nobody from then on, one that stopped (a paused
@@ -304,6 +292,23 @@ static const char SQL_WRITE[] = "/* rowlock:hold-write */ " WRITE_HEAD "VALUES (
 static const char SQL_WRITE_CL[] =
     "/* rowlock:hold-write-cl */ " WRITE_HEAD "SELECT " WRITE_ROW " FROM DUAL WHERE " CL_IN_TRX WRITE_TAIL;
 
+/* SQL_WRITE's parameters (WRITE_NPARAMS), into pw. wake, qlock: our wake
+ * and queue locks (they outlive the statement: pw points into them). */
+enum { WRITE_NPARAMS = 17 };
+static void write_params(rowlock__param *pw, const rowlock_lock *l, int mode, uint64_t ticket, int granted,
+                         int count, uint64_t token, int64_t ttl_us, const char *wake, const char *qlock)
+{
+    const rowlock_client *c = l->client;
+    const rowlock__param v[WRITE_NPARAMS] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
+                                              RL_I64(mode), RL_U64(ticket), RL_I64(granted), RL_I64(granted),
+                                              RL_I64(granted ? count : 0), RL_STR(wake, strlen(wake)),
+                                              RL_STR(wake, strlen(wake)), RL_I64(granted),
+                                              RL_STR(qlock, strlen(qlock)), RL_STR(qlock, strlen(qlock)),
+                                              RL_STR(qlock, strlen(qlock)), RL_STR(qlock, strlen(qlock)),
+                                              RL_U64(granted ? token : 0), RL_I64(ttl_us), RL_I64(ttl_us) };
+    memcpy(pw, v, sizeof v);
+}
+
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
 static const char SQL_RELEASE_ONE[] =
     "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1";
@@ -337,10 +342,9 @@ static const char SQL_GRANTED_CL[] =
 /* A waiter's wait on one entry (one server), holding our awake lock
  * while it lasts (taken first, let go last). The lock waited on: the
  * entry's wake lock (a holder's: freed by its final release) or its queue
- * lock (a waiter's: freed when it is granted or leaves). Params: queue
- * prefix, awake prefix (WAITER_LIVE), name (the permits count), our awake
- * lock, then our awake lock x2, lock, lock, wait seconds, lock, then name,
- * owner (the entry). Columns: 3 the lock was free at once (no session holds
+ * lock (a waiter's: freed when it is granted or leaves). Params: name (the
+ * permits count), our awake lock, then our awake lock x2, lock, lock, wait
+ * seconds, lock, then name, owner (the entry). Columns: 3 the lock was free at once (no session holds
  * it), 1 freed during the wait, 0 the slice passed (NULL: our awake lock is
  * held by another session); after 0 only: the entry's granted, token, ms
  * left of its lease (NULL: gone), whether it is live as a waiter, and the
@@ -420,8 +424,6 @@ static int entries_row(void *arg)
     return 0;
 }
 
-static void queue_prefix(const rowlock_lock *l, char kind, char *out, size_t cap);
-
 static int entries_read(rowlock_lock *l, entries *e)
 {
     memset(e, 0, sizeof *e);
@@ -431,12 +433,9 @@ static int entries_read(rowlock_lock *l, entries *e)
     e->cols[3].type = ROWLOCK__T_U64;
     e->cols[6].type = ROWLOCK__T_U64;
     e->cols[10].type = ROWLOCK__T_U64;
-    char qp[40], ap[40];
-    queue_prefix(l, 'q', qp, sizeof qp);
-    queue_prefix(l, 'a', ap, sizeof ap);
-    rowlock__param p[3] = { RL_STR(qp, strlen(qp)), RL_STR(ap, strlen(ap)), RL_STR(l->name, l->name_len) };
-    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = p,
-                                                .nparams = 3, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
+    rowlock__param p = RL_STR(l->name, l->name_len);
+    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = &p,
+                                                .nparams = 1, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
                                                 .arg = e));
     if (rc == 0 && e->oom)
         rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
@@ -536,22 +535,14 @@ static void wake_name(const rowlock_lock *l, const char *owner, char *out, size_
              (unsigned long long)fnv(ROWLOCK__FNV1A_START, owner));
 }
 
-/* A waiter's queue lock: "rowlock.<hash of table and name>.q<CRC-32 of
- * owner>", the name SQL builds from an entry's owner (QLOCK_OF), so that a
- * statement can ask whether a waiter's session is still there. */
-static void queue_prefix(const rowlock_lock *l, char kind, char *out, size_t cap)
-{
-    snprintf(out, cap, "rowlock.%016llx.%c",
-             (unsigned long long)fnv(fnv(ROWLOCK__FNV1A_START, l->client->table), l->name), kind);
-}
-
-/* kind 'q': the queue lock (held while the entry waits), 'a': the awake
- * lock (held while its session is in a wait statement). */
+/* The queue ('q') or awake ('a') lock of owner's entry, named as SQL
+ * names it (ROWLOCK__HOLD_LOCK_OF), so that a statement can ask whether a
+ * waiter's session is still there and in a wait. */
 static void queue_lock(const rowlock_lock *l, char kind, const char *owner, char *out, size_t cap)
 {
-    char prefix[40];
-    queue_prefix(l, kind, prefix, sizeof prefix);
-    snprintf(out, cap, "%s%08x", prefix, (unsigned)rowlock__crc32(owner, strlen(owner)));
+    const char *t = l->client->table;
+    uint32_t h = rowlock__crc32(rowlock__crc32(rowlock__crc32(0, t, strlen(t)), "", 1), l->name, l->name_len);
+    snprintf(out, cap, "rowlock.%08x.%c%08x", (unsigned)h, kind, (unsigned)rowlock__crc32(0, owner, strlen(owner)));
 }
 
 static const char *mode_name(int mode)
@@ -823,23 +814,10 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     char qlock[64];
     queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
     int64_t ttl_us = *granted ? lease_ms * 1000 : waiter_ttl_us;
-    rowlock__param pw[17] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(mode),
-                              RL_U64(tk),
-                              RL_I64(*granted),
-                              RL_I64(*granted),
-                              RL_I64(*granted ? count : 0),
-                              RL_STR(wake, strlen(wake)),
-                              RL_STR(wake, strlen(wake)),
-                              RL_I64(*granted),
-                              RL_STR(qlock, strlen(qlock)),
-                              RL_STR(qlock, strlen(qlock)),
-                              RL_STR(qlock, strlen(qlock)),
-                              RL_STR(qlock, strlen(qlock)),
-                              RL_U64(*granted ? token : 0),
-                              RL_I64(ttl_us),
-                              RL_I64(ttl_us) };
+    rowlock__param pw[WRITE_NPARAMS];
+    write_params(pw, l, mode, tk, *granted, count, token, ttl_us, wake, qlock);
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): write entry", .tmpl = cluster ? SQL_WRITE_CL : SQL_WRITE,
-                                         .params = pw, .nparams = 17, .res = &res))))
+                                         .params = pw, .nparams = WRITE_NPARAMS, .res = &res))))
         goto fail;
     if (cluster && (rc = cl_still_in(l, "entry")))
         goto fail;
@@ -994,9 +972,7 @@ enum { HW_ERROR = -1, HW_FREED = 1, HW_FREE_AT_ONCE, HW_LOOK };
 static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_t written_us)
 {
     rowlock_client *c = l->client;
-    char qp[40], ap[40], awake[64];
-    queue_prefix(l, 'q', qp, sizeof qp);
-    queue_prefix(l, 'a', ap, sizeof ap);
+    char awake[64];
     queue_lock(l, 'a', c->owner, awake, sizeof awake);
     int64_t left_ms = b->blocker_ms;
     for (;;) {
@@ -1009,9 +985,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             slice = (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
         if (slice <= 0)
             return HW_LOOK;
-        rowlock__param p[12] = { RL_STR(qp, strlen(qp)),
-                                 RL_STR(ap, strlen(ap)),
-                                 RL_STR(l->name, l->name_len),
+        rowlock__param p[10] = { RL_STR(l->name, l->name_len),
                                  RL_STR(awake, strlen(awake)),
                                  RL_STR(awake, strlen(awake)),
                                  RL_STR(awake, strlen(awake)),
@@ -1027,7 +1001,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             cols[i].type = ROWLOCK__T_I64;
         cols[2].type = ROWLOCK__T_U64;
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ENTRY, .params = p,
-                                             .nparams = 12, .cols = cols, .ncols = 7)) ||
+                                             .nparams = 10, .cols = cols, .ncols = 7)) ||
             cols[0].is_null) {
             /* The statement failed before letting our awake lock go (a
              * deadlock the server saw, a lost connection): let it go. */
@@ -1200,18 +1174,6 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
                 rowlock__sleep_us(d);
         } else if (cluster) {
             polls = 0;
-        } else if (w == 1 && b.path == ATT_QUEUED && b.blocker_ms > 0 && b.wake[0]) {
-            /* The blocker's wake lock is free but its entry was live: its
-             * session is gone (or it is between statements). Wait for its
-             * lease, polling with capped backoff. */
-            int64_t d = rowlock__backoff_us(polls < 16 ? polls : 16, 2000, 200000, rowlock__rand32(&c->rng));
-            polls++;
-            if (d > b.blocker_ms * 1000 + 1000)
-                d = b.blocker_ms * 1000 + 1000;
-            if (d > deadline - rowlock__now_us())
-                d = deadline - rowlock__now_us();
-            if (d > 0)
-                rowlock__sleep_us(d);
         } else if (w < 0 || (w == 1 && b.path == ATT_ONE_ROW) || !b.wake[0]) {
             /* An error, a free hint while the row was held (being released,
              * or its holder's session is gone), or a busy statement: back off. */
@@ -1378,14 +1340,13 @@ static int downgrade_one_row(rowlock_lock *l, int64_t lease_ms)
                              l->shown, (long long)cols[0].i);
     }
     int64_t lease_us = cols[1].i > lease_ms * 1000 ? cols[1].i : lease_ms * 1000;
-    char wake[64];
+    char wake[64], qlock[64];
     wake_name(l, c->owner, wake, sizeof wake);
-    rowlock__param pw[12] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_I64(ROWLOCK_MODE_SHARED),
-                              RL_U64(l->token), RL_I64(1), RL_I64(1), RL_I64(1),
-                              RL_STR(wake, strlen(wake)), RL_STR(wake, strlen(wake)),
-                              RL_U64(l->token), RL_I64(lease_us), RL_I64(lease_us) };
+    queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
+    rowlock__param pw[WRITE_NPARAMS];
+    write_params(pw, l, ROWLOCK_MODE_SHARED, l->token, 1, 1, l->token, lease_us, wake, qlock);
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "downgrade (insert): write entry", .tmpl = SQL_WRITE, .params = pw,
-                                         .nparams = 12, .res = &res))))
+                                         .nparams = WRITE_NPARAMS, .res = &res))))
         goto fail;
     rowlock__param pc[4] = { RL_I64(l->permits), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                              RL_U64(l->token) };
@@ -1482,14 +1443,19 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
 
 /* ---- administration ------------------------------------------------------ */
 
-/* Params: name, name (NULL: all). */
-static const char SQL_HOLDERS[] =
-    "/* rowlock:hold-list */ SELECT h.name, h.owner, h.mode, h.granted, h.expires_at > UTC_TIMESTAMP(6), h.count, h.token,"
-    " h.ticket, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), IFNULL(t.permits, 0),"
-    " IF(h.granted = 1, IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.acquired_at), 0), 0),"
-    " TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.expires_at) "
-    "FROM `{{table}}_hold` h LEFT JOIN `{{table}}` t ON t.name = h.name "
-    "WHERE (? IS NULL OR h.name = ?) ORDER BY h.name, h.ticket";
+/* Params: name, name (NULL: all). A waiter is live on one server as
+ * WAITER_LIVE says, on a cluster while its entry's expires_at has not
+ * passed (queue locks are node-local; its entry lives 5 s past each try). */
+#define SQL_HOLDERS_OF(waiter_live)                                                                            \
+    "/* rowlock:hold-list */ SELECT h.name, h.owner, h.mode, h.granted,"                                        \
+    " IF(h.granted = 1, h.expires_at > UTC_TIMESTAMP(6), " waiter_live "), h.count, h.token,"                   \
+    " h.ticket, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), IFNULL(t.permits, 0),"   \
+    " IF(h.granted = 1, IFNULL(TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.acquired_at), 0), 0),"               \
+    " TIMESTAMPDIFF(MICROSECOND, '1970-01-01', h.expires_at) "                                                 \
+    "FROM `{{table}}_hold` h LEFT JOIN `{{table}}` t ON t.name = h.name "                                      \
+    "WHERE (? IS NULL OR h.name = ?) ORDER BY h.name, h.ticket"
+static const char SQL_HOLDERS[] = SQL_HOLDERS_OF(WAITER_LIVE);
+static const char SQL_HOLDERS_CL[] = SQL_HOLDERS_OF("h.expires_at > UTC_TIMESTAMP(6)");
 /* Params: permits, name, strategy. */
 static const char SQL_SET_PERMITS[] =
     "/* rowlock:hold-permits */ UPDATE `{{table}}` SET permits = ? WHERE name = ? AND strategy = ? AND mode = 1";
@@ -1563,8 +1529,13 @@ ROWLOCK_EXTERN int rowlock_admin_holders(rowlock_client *c, const char *name,
         p[0] = p[1] = RL_STR(name, strlen(name));
     else
         p[0] = p[1] = (rowlock__param){ ROWLOCK__T_STR, NULL, 0, 0, 0, 0 };
-    return rowlock__db_run(c, RL_STMT(.what = "holders", .tmpl = SQL_HOLDERS, .params = p, .nparams = 2, .cols = x.cols,
-                                      .ncols = 12, .row_fn = holders_row, .arg = &x));
+    const rowlock__lease_rule *rule;
+    if ((rc = rowlock__lease_rule_get(c, &rule)))
+        return rc;
+    return rowlock__db_run(c, RL_STMT(.what = "holders",
+                                      .tmpl = (rule->flags & ROWLOCK__RULE_CLOCK) ? SQL_HOLDERS : SQL_HOLDERS_CL,
+                                      .params = p, .nparams = 2, .cols = x.cols, .ncols = 12, .row_fn = holders_row,
+                                      .arg = &x));
 }
 
 ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name, unsigned int permits)

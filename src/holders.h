@@ -19,6 +19,19 @@
  * stops with l->found_multi when it finds such a row. The strategy's
  * release and renew follow l->held_multi. */
 typedef int (*rowlock__acquire_fn)(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
+/* The queue ('q') or awake ('a') lock of the holders-table entry h (SQL
+ * over a row of `{{table}}_hold` h; holders.c's queue_lock() in C):
+ * "rowlock.<CRC-32 of table NUL name>.<kind><CRC-32 of owner>". */
+#define ROWLOCK__HOLD_LOCK_OF(kind)                                                                            \
+    "CONCAT('rowlock.', LPAD(LOWER(HEX(CRC32(CONCAT('{{table}}', 0x00, h.name)))), 8, '0'), '." kind "',"      \
+    " LPAD(LOWER(HEX(CRC32(h.owner))), 8, '0'))"
+/* A waiter entry h (granted = 0) is live on one server: its session holds
+ * its queue lock, and it is in a wait statement (its awake lock) or wrote
+ * its entry less than 5 s ago (expires_at - lease_us: when). */
+#define ROWLOCK__HOLD_WAITER_LIVE                                                                              \
+    "(IS_USED_LOCK(" ROWLOCK__HOLD_LOCK_OF("q") ") IS NOT NULL AND (IS_USED_LOCK(" ROWLOCK__HOLD_LOCK_OF("a")     \
+    ") IS NOT NULL OR h.expires_at > UTC_TIMESTAMP(6) + INTERVAL (h.lease_us - 5000000) MICROSECOND))"
+
 int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row);
 int rowlock__holders_release(rowlock_lock *l);
 int rowlock__holders_renew(rowlock_lock *l, int64_t lease_ms);

@@ -182,17 +182,18 @@ uint64_t rowlock__fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* CRC-32 (ISO-HDLC, zlib's and the server's CRC32()): the owner part of
- * the holders' queue locks, which SQL computes too (holders.c). */
-uint32_t rowlock__crc32(const void *data, size_t n)
+/* CRC-32 (ISO-HDLC, zlib's and the server's CRC32()), zlib's way: start
+ * with 0, feed the previous result to continue. The names of the holders'
+ * queue and awake locks, which SQL computes too (holders.h). */
+uint32_t rowlock__crc32(uint32_t crc, const void *data, size_t n)
 {
-    uint32_t c = 0xffffffffu;
+    uint32_t c = ~crc;
     for (const unsigned char *p = data, *end = p + n; p < end; p++) {
         c ^= *p;
         for (int k = 0; k < 8; k++)
             c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
     }
-    return c ^ 0xffffffffu;
+    return ~c;
 }
 
 size_t rowlock__strlcpy(char *dst, const char *src, size_t cap)

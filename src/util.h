@@ -35,7 +35,8 @@ size_t rowlock__strlcpy(char *dst, const char *src, size_t cap);
 /* FNV-1a over n bytes, from h (start with ROWLOCK__FNV1A_START). */
 #define ROWLOCK__FNV1A_START 0xcbf29ce484222325ULL
 uint64_t rowlock__fnv1a(uint64_t h, const void *data, size_t n);
-/* CRC-32 as the server's CRC32() computes it. */
-uint32_t rowlock__crc32(const void *data, size_t n);
+/* CRC-32 as the server's CRC32() computes it; crc: 0, or the result for
+ * the bytes before data. */
+uint32_t rowlock__crc32(uint32_t crc, const void *data, size_t n);
 
 #endif /* ROWLOCK_UTIL_H */

@@ -303,6 +303,23 @@ static void run_semaphore(unsigned permits, const char *name)
 
 /* ---- waiters in the semaphore's queue (one server) ------------------------- */
 
+typedef struct seen_holders {
+    int n, live, granted;
+    char owners[8][ROWLOCK_OWNER_MAX + 1];
+} seen_holders;
+
+static int holders_cb(const rowlock_holder_info *h, void *arg)
+{
+    seen_holders *s = arg;
+    if (s->n < 8)
+        snprintf(s->owners[s->n], sizeof s->owners[0], "%s", h->owner);
+    s->n++;
+    s->live += h->live;
+    s->granted += h->granted;
+    return 0;
+}
+
+
 /* What one queued child did: [0] granted at (µs, 0: not granted), [1]
  * released at, [2] its acquire's result + 100. Name, hold and how long the
  * child keeps its session after the release in `name`, hold_ms, linger_ms. */
@@ -386,8 +403,27 @@ static void test_semaphore__a_killed_waiter_blocks_nobody(void **state)
     pid_t p1 = tu_fork(queued_child, q, 0);
     tu_sleep_ms(700); /* queued: its entry lasts minutes */
     assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b);
+    /* The listing and the stats see the waiter (its lock names as SQL
+     * builds them: the same as the library's) ... */
+    seen_holders seen;
+    memset(&seen, 0, sizeof seen);
+    assert_rc(rowlock_admin_holders(a, "qdead", holders_cb, &seen), 0, a);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.live, 2);
+    rowlock_stats_info st = ROWLOCK_STATS_INFO_INIT;
+    assert_rc(rowlock_admin_stats(a, &st), 0, a);
+    assert_int_equal(st.waiters_shared, 1);
     kill(p1, SIGKILL);
     assert_int_equal(tu_wait(p1, 5000) != 0, 1);
+    /* ... and, once its session ended (its wait statement's 250 ms slice;
+     * 5 s after its last write at most, were it only paused), no more. */
+    tu_sleep_ms(800);
+    memset(&seen, 0, sizeof seen);
+    assert_rc(rowlock_admin_holders(a, "qdead", holders_cb, &seen), 0, a);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.live, 1);
+    assert_rc(rowlock_admin_stats(a, &st), 0, a);
+    assert_int_equal(st.waiters_shared, 0);
     assert_rc(rowlock_release(la), 0, a);
     /* The killed waiter's session ends when its wait statement does (at the
      * release, or its 250 ms slice): the permit is b's within the wait. */
@@ -471,22 +507,6 @@ static void test_semaphore__permits_change_keeps_holders(void **state)
 }
 
 /* ---- reaper, force release, listing (insert) ------------------------------ */
-
-typedef struct seen_holders {
-    int n, live, granted;
-    char owners[8][ROWLOCK_OWNER_MAX + 1];
-} seen_holders;
-
-static int holders_cb(const rowlock_holder_info *h, void *arg)
-{
-    seen_holders *s = arg;
-    if (s->n < 8)
-        snprintf(s->owners[s->n], sizeof s->owners[0], "%s", h->owner);
-    s->n++;
-    s->live += h->live;
-    s->granted += h->granted;
-    return 0;
-}
 
 static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
 {
