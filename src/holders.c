@@ -342,19 +342,20 @@ static const char SQL_GRANTED_CL[] =
 /* A waiter's wait on one entry (one server), holding our awake lock
  * while it lasts (taken first, let go last). The lock waited on: the
  * entry's wake lock (a holder's: freed by its final release) or its queue
- * lock (a waiter's: freed when it is granted or leaves). Params: name (the
- * permits count), our awake lock, then our awake lock x2, lock, lock, wait
+ * lock (a waiter's: freed when it is granted or leaves). Params: name,
+ * name (a permit free?), our awake lock, then our awake lock x2, lock, lock, wait
  * seconds, lock, then name, owner (the entry). Columns: 3 the lock was free at once (no session holds
  * it), 1 freed during the wait, 0 the slice passed (NULL: our awake lock is
  * held by another session); after 0 only: the entry's granted, token, ms
- * left of its lease (NULL: gone), whether it is live as a waiter, and the
- * name's live grants. */
+ * left of its lease (NULL: gone), whether it is live as a waiter, and
+ * whether the name's live grants are fewer than its permits now (a
+ * release, or `rowlock permits` raising N). */
 static const char SQL_HOLD_WAIT_ENTRY[] =
     "/* rowlock:hold-wait-entry */ SELECT w.g, h.granted, h.token,"
     " FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000),"
     " " WAITER_LIVE ","
     " (SELECT COUNT(*) FROM `{{table}}_hold` g WHERE g.name = ? AND w.g = 0 AND g.granted = 1"
-    " AND g.expires_at > UTC_TIMESTAMP(6)),"
+    " AND g.expires_at > UTC_TIMESTAMP(6)) < (SELECT t.permits FROM `{{table}}` t WHERE t.name = ? AND w.g = 0),"
     " RELEASE_LOCK(?) "
     "FROM (SELECT IF(IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 1, GET_LOCK(?, 0)) = 1,"
     " IF(IS_FREE_LOCK(?), 3, IF(GET_LOCK(?, ?) = 1, 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0)), NULL) AS g) AS w "
@@ -582,7 +583,6 @@ typedef struct blocked {
     char owner[ROWLOCK_OWNER_MAX + 1]; /* whose entry `wake` belongs to */
     uint64_t token;       /* that entry's token and granted, as read */
     int granted;
-    unsigned permits;     /* the name's (0: any number of readers) */
     int sem_head;         /* first semaphore waiter: also counts the grants */
     char why[ROWLOCK__ERRMSG_MAX];
 } blocked;
@@ -734,7 +734,6 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
         const entry *blocker = NULL;
         int sem = 0;
         b->sem_head = 0;
-        b->permits = e.permits;
         if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
             blocker = last;
             b->slice_cap_s = 1;
@@ -985,7 +984,8 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             slice = (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
         if (slice <= 0)
             return HW_LOOK;
-        rowlock__param p[10] = { RL_STR(l->name, l->name_len),
+        rowlock__param p[11] = { RL_STR(l->name, l->name_len),
+                                 RL_STR(l->name, l->name_len),
                                  RL_STR(awake, strlen(awake)),
                                  RL_STR(awake, strlen(awake)),
                                  RL_STR(awake, strlen(awake)),
@@ -1001,7 +1001,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             cols[i].type = ROWLOCK__T_I64;
         cols[2].type = ROWLOCK__T_U64;
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ENTRY, .params = p,
-                                             .nparams = 10, .cols = cols, .ncols = 7)) ||
+                                             .nparams = 11, .cols = cols, .ncols = 7)) ||
             cols[0].is_null) {
             /* The statement failed before letting our awake lock go (a
              * deadlock the server saw, a lost connection): let it go. */
@@ -1018,7 +1018,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             return HW_FREED;
         if (rowlock__now_us() >= deadline || cols[1].is_null || (int)cols[1].i != b->granted ||
             cols[2].u != b->token || (b->granted ? cols[3].is_null || cols[3].i <= 0 : !cols[4].i) ||
-            (b->sem_head && (unsigned)cols[5].i < b->permits))
+            (b->sem_head && cols[5].i))
             return HW_LOOK;
         left_ms = cols[3].i;
     }

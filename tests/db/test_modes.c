@@ -436,8 +436,9 @@ static void test_semaphore__a_killed_waiter_blocks_nobody(void **state)
 
 /* One server: a waiter keeps its place however long it waits (it is in a
  * wait statement), not only for the 5 s after its last write: after 6 s of
- * waiting, with a second permit added (which does not wake it), a newcomer
- * is still behind it. */
+ * waiting it is listed live, and when a second permit is added while the
+ * first is still held, a newcomer is still behind it and the permit is
+ * the waiter's (raising the permits admits a waiting acquirer). */
 static void test_semaphore__a_long_waiter_keeps_its_place(void **state)
 {
     (void)state;
@@ -452,11 +453,19 @@ static void test_semaphore__a_long_waiter_keeps_its_place(void **state)
     pid_t p1 = tu_fork(queued_child, q, 0);
     tu_sleep_ms(6500);
     assert_int_equal(q->v[0][0], 0);
+    seen_holders seen;
+    memset(&seen, 0, sizeof seen);
+    assert_rc(rowlock_admin_holders(a, "qlong", holders_cb, &seen), 0, a);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.live, 2);
     assert_rc(rowlock_admin_set_permits(a, "qlong", 2), 0, a);
     assert_rc(rowlock_acquire(lb, 0, TU_LEASE_LONG), ROWLOCK_EBUSY, b); /* the waiter first */
+    int64_t t0 = tu_now_us();
+    while (q->v[0][0] == 0 && tu_ms_since(t0) < 3000)
+        tu_sleep_ms(10);
+    assert_true(q->v[0][0] > 0); /* granted while a still holds: the new permit */
     assert_rc(rowlock_release(la), 0, a);
     assert_int_equal(tu_wait(p1, 25000), 0);
-    assert_true(q->v[0][0] > 0);
     tu_shm_free(q, sizeof *q);
 }
 
