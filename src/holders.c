@@ -1066,6 +1066,10 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     unsigned polls = 0;
     int queued = 0;
     int64_t written_us = 0; /* one server: when our waiter entry was last written */
+    /* One server: the holder whose wake lock we last found free at once
+     * while its lease ran (owner, token). */
+    char gone_owner[ROWLOCK_OWNER_MAX + 1] = "";
+    uint64_t gone_token = 0;
     const int64_t ttl_us = cluster ? WAITER_TTL_US : WAITER_PLACE_US;
     for (;;) {
         if (wait_ms != 0 && rowlock__interrupted(c)) { /* rowlock_client_interrupt() */
@@ -1138,10 +1142,19 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
                 /* Freed, a waiter ahead that left (its session too), or a
                  * change: look again at once. */
                 polls = 0;
+            } else if (h == HW_FREE_AT_ONCE &&
+                       (strcmp(gone_owner, b.owner) != 0 || gone_token != b.token)) {
+                /* The holder's wake lock is free but its lease runs: it let
+                 * go since we read its entry (in a busy semaphore, the
+                 * usual case: a permit is free), or its session is gone.
+                 * Try at once; the same holder found so again is gone. */
+                snprintf(gone_owner, sizeof gone_owner, "%s", b.owner);
+                gone_token = b.token;
+                polls = 0;
             } else if (h == HW_FREE_AT_ONCE) {
-                /* The holder's wake lock is free but its lease runs: its
-                 * session is gone (or between statements). Wait for its
-                 * lease, polling with capped backoff. */
+                /* The holder's wake lock is free but its lease runs, twice
+                 * in a row: its session is gone (or between statements).
+                 * Wait for its lease, polling with capped backoff. */
                 int64_t d = rowlock__backoff_us(polls < 16 ? polls : 16, 2000, 200000, rowlock__rand32(&c->rng));
                 polls++;
                 if (d > b.blocker_ms * 1000 + 1000)
