@@ -67,8 +67,8 @@
  *   (hold-wait-entry), for the lock of the entry that blocks it: an
  *   exclusive or semaphore waiter behind other waiters, the queue lock of
  *   one of them (it looks again when that one is granted or leaves; which
- *   one: attempt(), a binary tree over the queue that keeps every chain of
- *   lock waits short, as the server's deadlock detector requires); the
+ *   one: blocked_by(), a binary tree over the queue that keeps every chain
+ *   of lock waits short, as the server's deadlock detector requires); the
  *   first exclusive waiter, the wake lock of the conflicting holder with the
  *   largest ticket; a shared waiter, of the conflicting exclusive entry
  *   (all readers behind a writer wake at its release); the semaphore's
@@ -250,15 +250,15 @@ static const char SQL_ROW_CL[] =
  * connection) blocks nobody from then on, one that stopped (a paused
  * process) blocks nobody 5 s after its last statement ended. On a cluster
  * the column is not used (the entries are watched). */
-static const char SQL_ENTRIES[] =
-    "/* rowlock:hold-entries */ SELECT t.permits, IFNULL(h.owner, ''), IFNULL(h.mode, 0), IFNULL(h.ticket, 0), IFNULL(h.granted, 0),"
-    " IFNULL(h.count, 0), IFNULL(h.token, 0),"
-    " IFNULL(IF(h.granted = 1, h.expires_at > UTC_TIMESTAMP(6), " WAITER_LIVE "), 0),"
-    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL,"
-    " IFNULL(h.gen, 0),"
-    " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) "
+#define ENTRIES_SELECT                                                                                        \
+    "SELECT t.permits, IFNULL(h.owner, ''), IFNULL(h.mode, 0), IFNULL(h.ticket, 0), IFNULL(h.granted, 0),"    \
+    " IFNULL(h.count, 0), IFNULL(h.token, 0),"                                                                \
+    " IFNULL(IF(h.granted = 1, h.expires_at > UTC_TIMESTAMP(6), " WAITER_LIVE "), 0),"                        \
+    " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL," \
+    " IFNULL(h.gen, 0),"                                                                                      \
+    " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) " \
     "FROM `{{table}}` t LEFT JOIN `{{table}}_hold` h ON h.name = t.name WHERE t.name = ? ORDER BY h.ticket "
-    "LOCK IN SHARE MODE";
+static const char SQL_ENTRIES[] = "/* rowlock:hold-entries */ " ENTRIES_SELECT "LOCK IN SHARE MODE";
 
 /* Our entry. Params: name, owner, mode, ticket, granted, granted (for
  * acquired_at), count, wake, wake, granted, queue lock x4, token, lease µs
@@ -425,7 +425,7 @@ static int entries_row(void *arg)
     return 0;
 }
 
-static int entries_read(rowlock_lock *l, entries *e)
+static int entries_read(rowlock_lock *l, entries *e, const char *tmpl)
 {
     memset(e, 0, sizeof *e);
     for (int i = 0; i < 12; i++)
@@ -435,7 +435,7 @@ static int entries_read(rowlock_lock *l, entries *e)
     e->cols[6].type = ROWLOCK__T_U64;
     e->cols[10].type = ROWLOCK__T_U64;
     rowlock__param p = RL_STR(l->name, l->name_len);
-    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = SQL_ENTRIES, .params = &p,
+    int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = tmpl, .params = &p,
                                                 .nparams = 1, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
                                                 .arg = e));
     if (rc == 0 && e->oom)
@@ -609,6 +609,100 @@ static int cl_still_in(rowlock_lock *l, const char *step)
                          mode_name(l->mode), step);
 }
 
+/* The entries' verdict on our acquire when it is no re-entry or adoption:
+ * live entries of others that are ahead of us (smaller ticket) or granted
+ * conflict (the rules at the top). 0: nothing blocks us (a grant); 1:
+ * blocked, and b says on what to wait (path, lock, slice) and why.
+ * mine: our entry (NULL: none), tk: our ticket. */
+static int blocked_by(rowlock_lock *l, const entries *e, const entry *mine, uint64_t tk, int cluster, blocked *b)
+{
+    unsigned ahead = 0, excl = 0;
+    const entry *last = NULL, *last_x = NULL, *first_end = NULL;
+    unsigned waiters_ahead = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        const entry *x = &e->v[i];
+        if (x == mine || !x->live || !(x->ticket < tk || x->granted))
+            continue;
+        ahead++;
+        last = x;
+        if (!x->granted && x->ticket < tk)
+            waiters_ahead++;
+        if (x->mode == ROWLOCK_MODE_EXCLUSIVE) {
+            excl++;
+            last_x = x;
+        }
+        if (x->granted && (!first_end || x->expires_in_ms < first_end->expires_in_ms))
+            first_end = x;
+    }
+    const entry *blocker = NULL;
+    int sem = 0;
+    b->sem_head = 0;
+    if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
+        blocker = last;
+        b->slice_cap_s = 1;
+    } else if (excl) {
+        blocker = last_x;
+        b->slice_cap_s = 1;
+    } else if (e->permits && ahead >= e->permits) {
+        blocker = first_end ? first_end : last;
+        b->slice_cap_s = SEM_SLICE_S;
+        sem = 1;
+    }
+    if (blocker == NULL)
+        return 0;
+    char owner[4 * ROWLOCK_OWNER_MAX + 8];
+    rowlock_escape(owner, sizeof owner, blocker->owner, strlen(blocker->owner));
+    b->path = ATT_QUEUED;
+    wake_name(l, blocker->owner, b->wake, sizeof b->wake);
+    b->blocker_ms = blocker->expires_in_ms;
+    const entry *target = blocker;
+    if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE)) {
+        /* Behind other waiters, an exclusive or semaphore waiter
+         * waits for one of them to be granted or to leave (its queue
+         * lock), then looks again; only the first waiter watches
+         * the holders. Which one: our place p among the waiters,
+         * with its lowest set bit cleared (a binary tree over the
+         * queue), not the one just ahead: the server's deadlock
+         * detector takes a chain of lock waits deeper than 32 for a
+         * deadlock (error 1213), and this keeps every chain within
+         * log2(waiters) + 2; a waiter moves up at most twice. */
+        const unsigned want = waiters_ahead & (waiters_ahead - 1);
+        unsigned k = 0;
+        const entry *w = NULL;
+        for (size_t i = 0; i < e->n && !w; i++) {
+            const entry *x = &e->v[i];
+            if (x == mine || !x->live || x->granted || !(x->ticket < tk))
+                continue;
+            if (k++ == want)
+                w = x;
+        }
+        if (w) {
+            target = w;
+            queue_lock(l, 'q', w->owner, b->wake, sizeof b->wake);
+            b->blocker_ms = w->expires_in_ms;
+        } else {
+            b->sem_head = sem;
+        }
+    }
+    snprintf(b->owner, sizeof b->owner, "%s", target->owner);
+    b->token = target->token;
+    b->granted = target->granted;
+    char rest[48] = ""; /* a waiter's place has no end to tell */
+    if (blocker->granted)
+        snprintf(rest, sizeof rest, " for another %lld ms", (long long)blocker->expires_in_ms);
+    if (e->permits && !excl && l->mode == ROWLOCK_MODE_SHARED)
+        snprintf(b->why, sizeof b->why,
+                 "acquire %.150s (insert, shared): all %u permits taken (%u holders and waiters ahead; e.g. "
+                 "%.150s, %s, %s, token %llu%s)",
+                 l->shown, e->permits, ahead, owner, mode_name(blocker->mode),
+                 blocker->granted ? "holding" : "waiting", (unsigned long long)blocker->token, rest);
+    else
+        snprintf(b->why, sizeof b->why, "acquire %.150s (insert, %s): %s by %.150s (%s, token %llu)%s",
+                 l->shown, mode_name(l->mode), blocker->granted ? "held" : "queued for", owner,
+                 mode_name(blocker->mode), (unsigned long long)blocker->token, rest);
+    return 1;
+}
+
 static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waiter_ttl_us, int try_once,
                    uint64_t *ticket, int *granted, blocked *b)
 {
@@ -662,7 +756,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     }
     const uint64_t drawn = res.insert_id;
     entries e;
-    if ((rc = entries_read(l, &e))) {
+    if ((rc = entries_read(l, &e, SQL_ENTRIES))) {
         free(e.v);
         goto fail;
     }
@@ -711,95 +805,8 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
             *granted = 1;
         }
     }
-    if (!*granted) {
-        /* Conflicts: live entries of others that are ahead of us or granted. */
-        unsigned ahead = 0, excl = 0;
-        const entry *last = NULL, *last_x = NULL, *first_end = NULL;
-        unsigned waiters_ahead = 0;
-        for (size_t i = 0; i < e.n; i++) {
-            const entry *x = &e.v[i];
-            if (x == mine || !x->live || !(x->ticket < tk || x->granted))
-                continue;
-            ahead++;
-            last = x;
-            if (!x->granted && x->ticket < tk)
-                waiters_ahead++;
-            if (x->mode == ROWLOCK_MODE_EXCLUSIVE) {
-                excl++;
-                last_x = x;
-            }
-            if (x->granted && (!first_end || x->expires_in_ms < first_end->expires_in_ms))
-                first_end = x;
-        }
-        const entry *blocker = NULL;
-        int sem = 0;
-        b->sem_head = 0;
-        if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
-            blocker = last;
-            b->slice_cap_s = 1;
-        } else if (excl) {
-            blocker = last_x;
-            b->slice_cap_s = 1;
-        } else if (e.permits && ahead >= e.permits) {
-            blocker = first_end ? first_end : last;
-            b->slice_cap_s = SEM_SLICE_S;
-            sem = 1;
-        }
-        if (blocker == NULL) {
-            *granted = 1;
-        } else {
-            char owner[4 * ROWLOCK_OWNER_MAX + 8];
-            rowlock_escape(owner, sizeof owner, blocker->owner, strlen(blocker->owner));
-            b->path = ATT_QUEUED;
-            wake_name(l, blocker->owner, b->wake, sizeof b->wake);
-            b->blocker_ms = blocker->expires_in_ms;
-            const entry *target = blocker;
-            if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE)) {
-                /* Behind other waiters, an exclusive or semaphore waiter
-                 * waits for one of them to be granted or to leave (its queue
-                 * lock), then looks again; only the first waiter watches
-                 * the holders. Which one: our place p among the waiters,
-                 * with its lowest set bit cleared (a binary tree over the
-                 * queue), not the one just ahead: the server's deadlock
-                 * detector takes a chain of lock waits deeper than 32 for a
-                 * deadlock (error 1213), and this keeps every chain within
-                 * log2(waiters) + 2; a waiter moves up at most twice. */
-                const unsigned want = waiters_ahead & (waiters_ahead - 1);
-                unsigned k = 0;
-                const entry *w = NULL;
-                for (size_t i = 0; i < e.n && !w; i++) {
-                    const entry *x = &e.v[i];
-                    if (x == mine || !x->live || x->granted || !(x->ticket < tk))
-                        continue;
-                    if (k++ == want)
-                        w = x;
-                }
-                if (w) {
-                    target = w;
-                    queue_lock(l, 'q', w->owner, b->wake, sizeof b->wake);
-                    b->blocker_ms = w->expires_in_ms;
-                } else {
-                    b->sem_head = sem;
-                }
-            }
-            snprintf(b->owner, sizeof b->owner, "%s", target->owner);
-            b->token = target->token;
-            b->granted = target->granted;
-            char rest[48] = ""; /* a waiter's place has no end to tell */
-            if (blocker->granted)
-                snprintf(rest, sizeof rest, " for another %lld ms", (long long)blocker->expires_in_ms);
-            if (e.permits && !excl && l->mode == ROWLOCK_MODE_SHARED)
-                snprintf(b->why, sizeof b->why,
-                         "acquire %.150s (insert, shared): all %u permits taken (%u holders and waiters ahead; e.g. "
-                         "%.150s, %s, %s, token %llu%s)",
-                         l->shown, e.permits, ahead, owner, mode_name(blocker->mode),
-                         blocker->granted ? "holding" : "waiting", (unsigned long long)blocker->token, rest);
-            else
-                snprintf(b->why, sizeof b->why, "acquire %.150s (insert, %s): %s by %.150s (%s, token %llu)%s",
-                         l->shown, mode_name(l->mode), blocker->granted ? "held" : "queued for", owner,
-                         mode_name(blocker->mode), (unsigned long long)blocker->token, rest);
-        }
-    }
+    if (!*granted && !blocked_by(l, &e, mine, tk, cluster, b))
+        *granted = 1;
     const uint64_t gen_after = mine ? mine->gen + 1 : 1; /* what our write leaves (WRITE: gen + 1, or 1) */
     free(e.v);
     if (!*granted && try_once) {
