@@ -66,9 +66,11 @@
  *   or leaves. A waiter that was not granted waits, in one statement
  *   (hold-wait-entry), for the lock of the entry that blocks it: an
  *   exclusive or semaphore waiter behind other waiters, the queue lock of
- *   one of them (it looks again when that one is granted or leaves; which
- *   one: blocked_by(), a binary tree over the queue that keeps every chain
- *   of lock waits short, as the server's deadlock detector requires); the
+ *   one of them (when that one is granted or leaves, it reads the entries
+ *   in one statement, hold-look, and waits on what blocks it now; only when
+ *   they would grant it does it make an attempt; which one: blocked_by(), a
+ *   binary tree over the queue that keeps every chain of lock waits short,
+ *   as the server's deadlock detector requires); the
  *   first exclusive waiter, the wake lock of the conflicting holder with the
  *   largest ticket; a shared waiter, of the conflicting exclusive entry
  *   (all readers behind a writer wake at its release); the semaphore's
@@ -259,6 +261,11 @@ static const char SQL_ROW_CL[] =
     " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) " \
     "FROM `{{table}}` t LEFT JOIN `{{table}}_hold` h ON h.name = t.name WHERE t.name = ? ORDER BY h.ticket "
 static const char SQL_ENTRIES[] = "/* rowlock:hold-entries */ " ENTRIES_SELECT "LOCK IN SHARE MODE";
+/* The same, autocommitted: a waiter's look (one server). Locking (shared,
+ * for the statement): it reads what a grant in progress commits, not what
+ * was there before it (a grant lets its queue lock go before its commit). */
+static const char SQL_LOOK[] =
+    "/* rowlock:hold-look */ SET STATEMENT innodb_lock_wait_timeout=1 FOR " ENTRIES_SELECT "LOCK IN SHARE MODE";
 
 /* Our entry. Params: name, owner, mode, ticket, granted, granted (for
  * acquired_at), count, wake, wake, granted, queue lock x4, token, lease µs
@@ -584,6 +591,8 @@ typedef struct blocked {
     uint64_t token;       /* that entry's token and granted, as read */
     int granted;
     int sem_head;         /* first semaphore waiter: also counts the grants */
+    unsigned place;       /* live waiters ahead of us */
+    unsigned permits;     /* the name's permits (0: any number of readers) */
     char why[ROWLOCK__ERRMSG_MAX];
 } blocked;
 
@@ -637,6 +646,8 @@ static int blocked_by(rowlock_lock *l, const entries *e, const entry *mine, uint
     const entry *blocker = NULL;
     int sem = 0;
     b->sem_head = 0;
+    b->place = waiters_ahead;
+    b->permits = e->permits;
     if (l->mode == ROWLOCK_MODE_EXCLUSIVE) {
         blocker = last;
         b->slice_cap_s = 1;
@@ -1031,6 +1042,51 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
     }
 }
 
+/* One server: a waiter woken because the waiter it watched was granted or
+ * left (its queue lock was freed during a wait) reads the entries in one
+ * statement and, while they still block it, waits again on what blocks it
+ * now, without an attempt. An attempt takes the names row's lock, which
+ * every acquire and grant of the name queues for, for 5 round trips; in a
+ * queue woken as a tree, up to log2(waiters) waiters wake at each grant,
+ * and behind an exclusive grant every one of them is still blocked (8
+ * exclusive waiters made 26 attempts without looks, 16 with them:
+ * db_inject). The look changes nothing: the
+ * grant decision stays with the attempt. 1: still blocked (b says on what
+ * to wait); 0: try (the entries would grant us, our entry changed, or the
+ * read failed). */
+static int look(rowlock_lock *l, uint64_t ticket, blocked *b)
+{
+    /* Worth a statement only when the entries must still block us: an
+     * exclusive waiter (whoever went, someone is still ahead of it) or a
+     * semaphore waiter more than its permits behind the first waiter. A
+     * waiter nearer the front tries at once: in a busy semaphore a permit
+     * is usually free by then. */
+    if (l->mode != ROWLOCK_MODE_EXCLUSIVE && !(b->permits > 0 && b->place > b->permits))
+        return 0;
+    rowlock_client *c = l->client;
+    entries e;
+    if (entries_read(l, &e, SQL_LOOK)) {
+        free(e.v);
+        if (c->connected)
+            rowlock__clear_error(c); /* a lock wait or deadlock: the attempt decides */
+        return 0;
+    }
+    const entry *mine = NULL;
+    for (size_t i = 0; i < e.n; i++)
+        if (strcmp(e.v[i].owner, c->owner) == 0)
+            mine = &e.v[i];
+    blocked nb;
+    memset(&nb, 0, sizeof nb);
+    /* Ours as our last attempt wrote it (live or not: others judge that;
+     * we are here). */
+    int still = mine && !mine->granted && mine->mode == l->mode && mine->ticket == ticket &&
+                blocked_by(l, &e, mine, ticket, 0, &nb);
+    free(e.v);
+    if (still)
+        *b = nb;
+    return still;
+}
+
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
@@ -1145,6 +1201,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             slice = (double)left_us / 1e6;
         if (!cluster && b.path == ATT_QUEUED && b.wake[0]) {
             int h = hold_wait(l, &b, deadline, written_us);
+            while (h == HW_FREED && !b.granted && b.wake[0] && look(l, ticket, &b))
+                h = hold_wait(l, &b, deadline, written_us);
             if (h == HW_FREED || (h == HW_FREE_AT_ONCE && !b.granted) || h == HW_LOOK) {
                 /* Freed, a waiter ahead that left (its session too), or a
                  * change: look again at once. */

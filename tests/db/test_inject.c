@@ -544,6 +544,81 @@ static void test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost(
 }
 
 /*
+ * A queue of waiters is woken as a tree (holders.c, "Waiting without
+ * polling"): at each grant the waiters that watched the granted one wake,
+ * and an exclusive one is still blocked (by the one just granted). It looks
+ * at the entries (hold-look, one statement) and waits again; only a waiter
+ * the entries would now grant makes an attempt (hold-draw: the names row's
+ * lock, 5 round trips). So each of 8 exclusive waiters of a name used
+ * shared (its holders are entries) makes 2 attempts: its queue entry and
+ * its grant (a wait that finds its lock already free tries at once, hence
+ * the slack; every waiter attempting again at each wake-up made 26). The
+ * seam counts the statements (a stall of 0 ms). Mutual exclusion is checked
+ * as well (a counter only one holder may hold).
+ */
+#define TREE_WAITERS 8
+typedef struct tree_arg {
+    rowlock_client *c;
+    rowlock_lock *l;
+    int *inside, *most;
+    int rc;
+} tree_arg;
+
+static void *tree_waiter(void *arg)
+{
+    tree_arg *a = arg;
+    a->rc = rowlock_acquire(a->l, 20000, 60000);
+    if (a->rc == 0) {
+        int now = __atomic_add_fetch(a->inside, 1, __ATOMIC_SEQ_CST);
+        if (now > __atomic_load_n(a->most, __ATOMIC_SEQ_CST))
+            __atomic_store_n(a->most, now, __ATOMIC_SEQ_CST);
+        rowlock__sleep_us(20000);
+        __atomic_sub_fetch(a->inside, 1, __ATOMIC_SEQ_CST);
+        a->rc = rowlock_release(a->l);
+    }
+    return NULL;
+}
+
+static long long waiting_entries(const char *name)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = '%s' AND granted = 0", name);
+    return ok ? n : -1;
+}
+
+static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(void **state)
+{
+    (void)state;
+    rowlock_client *h = C();
+    rowlock_lock *lh = sem_handle(h, "x-tree", 0); /* shared: the name's holders become entries */
+    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
+    tree_arg a[TREE_WAITERS];
+    pthread_t t[TREE_WAITERS];
+    int inside = 0, most = 0;
+    for (int i = 0; i < TREE_WAITERS; i++) {
+        a[i] = (tree_arg){ C(), NULL, &inside, &most, -1 };
+        a[i].l = tu_lock(a[i].c, "x-tree", ROWLOCK_STRATEGY_INSERT); /* exclusive */
+        arm(a[i].c, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
+        arm(a[i].c, "hold-look", 0, ROWLOCK__FAULT_STALL, 0);
+        assert_int_equal(pthread_create(&t[i], NULL, tree_waiter, &a[i]), 0);
+        while (waiting_entries("x-tree") < i + 1) /* queued in this order */
+            rowlock__sleep_us(2000);
+    }
+    assert_rc(rowlock_release(lh), 0, h);
+    unsigned draws = 0, looks = 0;
+    for (int i = 0; i < TREE_WAITERS; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(a[i].rc, 0);
+        draws += rowlock__fault_fired(a[i].c, "hold-draw");
+        looks += rowlock__fault_fired(a[i].c, "hold-look");
+    }
+    print_message("  %d waiters: %u attempts, %u looks\n", TREE_WAITERS, draws, looks);
+    assert_int_equal(most, 1);
+    assert_true(draws <= 2 * TREE_WAITERS + 4); /* without the looks: 26 */
+    assert_true(looks > 0);
+}
+
+/*
  * A release hands the lock to the waiter heading the queue, but the waiter
  * never learns it from its head-wait statement (it fails every time): it
  * polls, its claim is denied (the row is its owner's, not free), and the
@@ -924,6 +999,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_stalled_claim_still_grants),
         FT(test_acquire__a_grant_whose_reply_was_lost_is_adopted_by_the_next_acquire),
         FT(test_acquire__a_waiting_acquire_adopts_a_grant_whose_reply_was_lost),
+        FT(test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt),
         FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
