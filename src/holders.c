@@ -90,8 +90,11 @@
  *   wrote its entry less than 5 s ago: a waiter whose process died blocks
  *   nobody once its session ends, which is when its wait statement ends (the
  *   server notices a gone client only then), i.e. when what it waited for
- *   happens or its slice passes; one that stopped (a paused process) blocks
- *   nobody 5 s after its last statement ended. A blocker whose session
+ *   happens or its slice passes; one that stopped (a paused process) is
+ *   passed over by acquirers 5 s after its last statement ended, and by a
+ *   waiter already waiting on its queue lock only when that waiter's slice
+ *   ends (up to 30 s: a wait on a lock cannot also watch a clock; shorter
+ *   slices would cost every idle waiter more statements). A blocker whose session
  *   is gone but whose lease runs on (a crashed holder) frees no lock (its
  *   lock is free at once): the waiter then sleeps until that lease ends
  *   (capped backoff). One that gives up deletes its entry. On a cluster
