@@ -464,11 +464,18 @@ static void *silent_acquire(void *arg)
     return NULL;
 }
 
-static long long entries_granted(const char *name)
+/* Entries of `name` with granted = 1 (holders) or 0 (waiters); -1 on error. */
+static long long entries_of(const char *name, int granted)
 {
     int ok = 0;
-    long long n = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = '%s' AND granted = 1", name);
+    long long n = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = '%s' AND granted = %d",
+                             name, granted);
     return ok ? n : -1;
+}
+
+static long long entries_granted(const char *name)
+{
+    return entries_of(name, 1);
 }
 
 static void test_acquire__under_the_cluster_rule_a_silently_ended_transaction_writes_nothing(void **state)
@@ -579,13 +586,6 @@ static void *tree_waiter(void *arg)
     return NULL;
 }
 
-static long long waiting_entries(const char *name)
-{
-    int ok = 0;
-    long long n = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = '%s' AND granted = 0", name);
-    return ok ? n : -1;
-}
-
 static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(void **state)
 {
     (void)state;
@@ -601,7 +601,7 @@ static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(
         arm(a[i].c, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
         arm(a[i].c, "hold-look", 0, ROWLOCK__FAULT_STALL, 0);
         assert_int_equal(pthread_create(&t[i], NULL, tree_waiter, &a[i]), 0);
-        while (waiting_entries("x-tree") < i + 1) /* queued in this order */
+        while (entries_of("x-tree", 0) < i + 1) /* queued in this order */
             rowlock__sleep_us(2000);
     }
     assert_rc(rowlock_release(lh), 0, h);
