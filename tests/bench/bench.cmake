@@ -27,6 +27,16 @@ if(TARGET tool_rowlock_bench)
   set_tests_properties(bench_waiters_smoke PROPERTIES RUN_SERIAL TRUE
                        PASS_REGULAR_EXPRESSION "semaphore +[0-9.]+"
                        FAIL_REGULAR_EXPRESSION "FAILED")
+  # --modes: every row briefly (exclusive on one and on separate names,
+  # readers, the semaphore); exit 0 only if every client's acquires and
+  # releases succeeded and no name had more holders at once than it allows.
+  add_test(NAME bench_modes_smoke
+           COMMAND tool_rowlock_bench --modes --seconds 0.5
+                   --defaults-file=${ROWLOCK_TEST_DEFAULTS_FILE} --table=t_bench_modes)
+  rowlock_db_test(bench_modes_smoke TIMEOUT 300 LABELS bench)
+  set_tests_properties(bench_modes_smoke PROPERTIES RUN_SERIAL TRUE
+                       PASS_REGULAR_EXPRESSION "semaphore hand-off p50 / exclusive hand-off p50: +[0-9.]+"
+                       FAIL_REGULAR_EXPRESSION "FAILED")
   add_test(NAME bench_usage_waiters_bad COMMAND tool_rowlock_bench --waiters 0)
   set_tests_properties(bench_usage_waiters_bad PROPERTIES LABELS unit
                        PASS_REGULAR_EXPRESSION "--waiters: N must be 1-4096")
