@@ -925,6 +925,44 @@ static void test_reap__a_busy_batch_is_tried_again_and_errors_purge_nothing(void
     assert_int_equal(row_count("reap-b"), -1);
 }
 
+/*
+ * On a cluster (the forced rule: what lease_cluster.c runs on a Galera
+ * node), a purge of released rows and the raise of the token floor to the
+ * largest purged token are one transaction, and the DELETE changes nothing
+ * outside one (@@in_transaction in its condition): a brute-force abort
+ * whose error the server never sent would otherwise leave the delete
+ * autocommitted without the floor, and the name's next grant could draw a
+ * token below the purged one. The seam ends the transaction silently before
+ * the DELETE: the batch is busy and tried again, and once the row is gone,
+ * the floor is at its token.
+ */
+static long long floor_token(void)
+{
+    int ok = 0;
+    long long n = tu_sql_int(NULL, &ok, "SELECT token FROM `" TABLE "_floor` WHERE id = 1");
+    return ok ? n : -1;
+}
+
+static void test_reap__under_the_cluster_rule_no_row_is_purged_without_the_token_floor(void **state)
+{
+    (void)state;
+    setenv("ROWLOCK_LEASE_RULE", "cluster", 1);
+    rowlock_client *c = C();
+    rowlock_lock *l = tu_lock(c, "cl-reap-silent", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(l, 0, 60000), 0, c);
+    const uint64_t token = rowlock_lock_token(l);
+    assert_rc(rowlock_release(l), 0, c); /* released: owner NULL, purged by expires_at */
+    tu_sql(NULL, 0, "UPDATE `" TABLE "` SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE name = 'cl-reap-silent'");
+    assert_true(floor_token() >= 0 && (uint64_t)floor_token() < token); /* else the check below proves nothing */
+    arm(c, "cl-reap-free", 1, ROWLOCK__FAULT_ROLLBACK, 0);
+    int rc;
+    reap(c, &rc, 1000);
+    assert_rc(rc, 0, c);
+    assert_int_equal(rowlock__fault_fired(c, "cl-reap-free"), 1);
+    assert_int_equal(row_count("cl-reap-silent"), -1);
+    assert_true((uint64_t)floor_token() >= token);
+}
+
 /* ---- migrate ------------------------------------------------------------------------ */
 
 static rowlock_client *unchecked_client(const char *table)
@@ -1018,6 +1056,7 @@ int main(int argc, char **argv)
         FT(test_for_update__begin_and_lock_errors_leave_no_transaction),
         FT(test_for_update__a_commit_that_loses_the_connection_is_enotowner),
         FT(test_reap__a_busy_batch_is_tried_again_and_errors_purge_nothing),
+        FT(test_reap__under_the_cluster_rule_no_row_is_purged_without_the_token_floor),
         FT(test_migrate__a_failed_step_records_only_whole_files_and_a_rerun_finishes),
     };
     const struct CMUnitTest env_tests[] = {
