@@ -469,6 +469,50 @@ static void test_semaphore__a_long_waiter_keeps_its_place(void **state)
     tu_shm_free(q, sizeof *q);
 }
 
+/* One server: a waiter that stops (a paused process) is passed over by
+ * acquirers 5 s after its last write, not before (it may only be slow), and
+ * not never (WAITER_LIVE: its queue lock is held while it is paused, but it
+ * is in no wait statement). The child queues behind a's permit and is
+ * stopped; a releases; b tries without waiting every 50 ms. */
+static void test_semaphore__a_paused_waiter_is_passed_over_after_5_s(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip();
+    queued *q = tu_shm(sizeof *q);
+    snprintf(q->name, sizeof q->name, "qpaused");
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = ML(a, "qpaused", ROWLOCK_MODE_SHARED, 1);
+    rowlock_lock *lb = ML(b, "qpaused", ROWLOCK_MODE_SHARED, 1);
+    assert_rc(rowlock_acquire(la, 0, TU_LEASE_LONG), 0, a);
+    pid_t p1 = tu_fork(queued_child, q, 0);
+    int ok = 0;
+    while (tu_sql_int(tu_defaults_file(), &ok, "SELECT COUNT(*) FROM `%s_hold` WHERE name = 'qpaused' AND granted = 0",
+                      TABLE) < 1)
+        tu_sleep_ms(10);
+    const int64_t queued_at = tu_now_us(); /* its entry was written before this */
+    kill(p1, SIGSTOP);
+    assert_rc(rowlock_release(la), 0, a);
+    int64_t granted_ms = -1;
+    while (tu_ms_since(queued_at) < 10000) {
+        int rc = rowlock_acquire(lb, 0, TU_LEASE_LONG);
+        if (rc == 0) {
+            granted_ms = tu_ms_since(queued_at);
+            break;
+        }
+        assert_rc(rc, ROWLOCK_EBUSY, b);
+        tu_sleep_ms(50);
+    }
+    fprintf(stderr, "a paused waiter was passed over %lld ms after it queued\n", (long long)granted_ms);
+    kill(p1, SIGKILL);
+    assert_true(tu_wait(p1, 5000) != 0);
+    assert_true(granted_ms >= 0);    /* passed over at all */
+    assert_true(granted_ms >= 4900); /* not before its 5 s */
+    assert_true(granted_ms <= 7000); /* and not much after */
+    assert_rc(rowlock_release(lb), 0, b);
+    tu_shm_free(q, sizeof *q);
+}
+
 static void test_semaphore__never_more_than_n_holders(void **state)
 {
     (void)state;
@@ -677,6 +721,7 @@ int main(int argc, char **argv)
         TU_TEST(test_semaphore__a_waiter_behind_a_waiter_is_woken_by_its_grant),
         TU_TEST(test_semaphore__a_killed_waiter_blocks_nobody),
         TU_TEST(test_semaphore__a_long_waiter_keeps_its_place),
+        TU_TEST(test_semaphore__a_paused_waiter_is_passed_over_after_5_s),
         TU_TEST(test_reap__purges_stale_holders_and_tokens_keep_increasing),
         TU_TEST(test_migrate__from_schema_2_with_live_locks),
         TU_TEST(test_modes__exclusive_handles_meet_shared_holders),
