@@ -157,8 +157,9 @@ out=$(timeout 20 bash -c '
     sleep 1
     kill -TERM $front
     wait $front; echo "front=$?"
+    sleep 0.03 # the waiting supervisor has cut its wait; its server session may not know yet
     "$RL" unlock; echo "unlock=$?"
-    sleep 2
+    sleep 4 # a grant handed to the cut wait is taken back 1.5 s after the cut
     "$RL" --table=$T status "$1" >/dev/null; echo "later=$?"
 ' _ "$n" 2>&1)
 if [[ $out == *front=143* && $out == *unlock=0* && $out == *later=1* ]]; then
