@@ -394,11 +394,17 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
  * shutdown. Call it from another thread (it is thread-safe, not
  * async-signal-safe); c's own connection is cut (shutdown(2)) so that a
  * statement blocked in the server returns at once, and the next call
- * reconnects. The acquire that returns clears the request. A grant the cut
- * acquire had committed a moment before lapses with its lease, as after a
- * crash (the next acquire of the same handle adopts it). A connection of
- * rowlock_client_wrap() is not cut: the acquire returns at the end of its
- * current wait slice.
+ * reconnects. The acquire that returns clears the request. The cut server
+ * session lives on until the server notices it, and a release in that
+ * moment may hand it the lock (insert and optimistic on one server: the
+ * waiter queue's hand-off): before it returns, such an acquire ends that
+ * session (KILL from a new connection, which an account may do to its own
+ * sessions) and gives back a lock handed to it, a few ms on a reachable
+ * server; if it cannot, the grant lapses with its lease. A claim of the cut
+ * acquire that committed just before the cut also lapses with its lease,
+ * as after a crash, unless the same handle acquires again (it adopts it).
+ * A connection of rowlock_client_wrap() is not cut: the acquire returns at
+ * the end of its current wait slice.
  */
 ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c);
 

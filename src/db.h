@@ -258,8 +258,16 @@ void rowlock__db_cut(rowlock_client *c);
 int rowlock__interrupted(rowlock_client *c);
 void rowlock__interrupt_clear(rowlock_client *c);
 /* An acquire call begins (+1) or ends (-1) on c: only inside one does an
- * interrupt request stop a reconnect (a release after it must reconnect). */
-void rowlock__acquiring(rowlock_client *c, int d);
+ * interrupt request stop a reconnect (a release after it must reconnect).
+ * Returns, when the last acquire running on c ends and an interrupt cut
+ * the connection during it, the server's id of the session cut (closed
+ * here: the next statement reconnects); else 0. */
+unsigned long rowlock__acquiring(rowlock_client *c, int d);
+/* End a session of ours that an interrupt cut: on the client's connection
+ * (reconnecting), KILL it while it still runs one of our statements, then
+ * wait until the server no longer lists it (at most 2 s). 0 once it is
+ * gone, else an error code (the client's message says why). */
+int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0
  * to run it (*drop_after set when the connection is to be cut once it ran)
  * or the injected error; after it, the error of the cut. */

@@ -77,11 +77,11 @@ void rowlock__db_drop_statements(rowlock_client *c)
     }
 }
 
-static void set_sock_fd(rowlock_client *c, int fd);
+static void set_sock_fd(rowlock_client *c, int fd, unsigned long session);
 
 void rowlock__db_close(rowlock_client *c)
 {
-    set_sock_fd(c, -1);
+    set_sock_fd(c, -1, 0);
     rowlock__db_drop_statements(c);
     if (c->mysql && c->owns_mysql)
         mysql_close(MYSQLP(c));
@@ -458,7 +458,7 @@ static int connect_locked(rowlock_client *c)
         return rc;
     }
     if (c->owns_mysql)
-        set_sock_fd(c, (int)mysql_get_socket(m));
+        set_sock_fd(c, (int)mysql_get_socket(m), mysql_thread_id(m));
     return 0;
 }
 
@@ -551,6 +551,7 @@ void rowlock__db_mutex_init(rowlock_client *c)
     pthread_mutexattr_destroy(&a);
     pthread_mutex_init(&c->fd_mu, NULL);
     c->sock_fd = c->mysql && c->connected && c->owns_mysql ? (int)mysql_get_socket(MYSQLP(c)) : -1;
+    c->sock_session = c->sock_fd >= 0 ? mysql_thread_id(MYSQLP(c)) : 0;
     c->conn_mu_pid = (long)getpid();
 }
 
@@ -561,10 +562,11 @@ void rowlock__db_mutex_destroy(rowlock_client *c)
 }
 
 /* Our own connection's socket, for rowlock_client_interrupt() (fd: -1 none). */
-static void set_sock_fd(rowlock_client *c, int fd)
+static void set_sock_fd(rowlock_client *c, int fd, unsigned long session)
 {
     pthread_mutex_lock(&c->fd_mu);
     c->sock_fd = fd;
+    c->sock_session = session;
     pthread_mutex_unlock(&c->fd_mu);
 }
 
@@ -577,6 +579,7 @@ ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c)
     if (c->sock_fd >= 0 && c->acquiring > 0) {
         shutdown(c->sock_fd, SHUT_RDWR); /* a statement blocked in the server returns now */
         c->cut = 1;
+        c->cut_session = c->sock_session;
     }
     pthread_mutex_unlock(&c->fd_mu);
 }
@@ -591,12 +594,16 @@ void rowlock__interrupt_clear(rowlock_client *c)
     __atomic_store_n(&c->interrupted, 0, __ATOMIC_SEQ_CST);
 }
 
-void rowlock__acquiring(rowlock_client *c, int d)
+unsigned long rowlock__acquiring(rowlock_client *c, int d)
 {
     pthread_mutex_lock(&c->fd_mu);
     c->acquiring += d;
     int cut = d < 0 && c->acquiring == 0 && c->cut;
-    c->cut = 0;
+    unsigned long session = cut ? c->cut_session : 0;
+    if (cut) {
+        c->cut = 0;
+        c->cut_session = 0;
+    }
     pthread_mutex_unlock(&c->fd_mu);
     if (cut && c->connected && c->owns_mysql) {
         /* Cut during the acquire that ends here (it may have been granted
@@ -605,6 +612,47 @@ void rowlock__acquiring(rowlock_client *c, int d)
         rowlock__db_enter(c);
         rowlock__db_close(c);
         rowlock__db_leave(c);
+    }
+    return cut && session != 0 ? session : 0;
+}
+
+/*
+ * Params: session id. Columns: listed (0/1), running a statement of ours
+ * (0/1: its text starts with our tag comment). An account sees its own
+ * sessions here without the PROCESS privilege, and may KILL them.
+ */
+static const char SQL_CUT_FIND[] =
+    "/* rowlock:cut-find */ SELECT COUNT(*), IFNULL(MAX(INFO LIKE '/* rowlock:%'), 0) "
+    "FROM information_schema.PROCESSLIST WHERE ID = ?";
+static const char SQL_CUT_KILL[] = "/* rowlock:cut-kill */ KILL CONNECTION ?";
+
+int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session)
+{
+    static const char what[] = "end the interrupted session";
+    const int64_t give_up = rowlock__now_us() + 2000000;
+    int killed = 0;
+    for (unsigned round = 0;; round++) {
+        rowlock__param p = RL_U64(session);
+        rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
+        int rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = SQL_CUT_FIND, .params = &p, .nparams = 1,
+                                            .cols = cols, .ncols = 2));
+        if (rc)
+            return rc;
+        if (cols[0].i == 0)
+            return 0;
+        if (cols[1].i != 0 && !killed) {
+            /* Still inside one of our statements (a wait: the server sees
+             * the closed socket only when it ends). Our own session, by its
+             * id and its statement; if it ended meanwhile, 1094. */
+            rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = SQL_CUT_KILL, .params = &p, .nparams = 1));
+            if (rc && c->db_errno != 1094 /* ER_NO_SUCH_THREAD */)
+                return rc;
+            killed = 1;
+        }
+        if (rowlock__now_us() >= give_up)
+            return rowlock__fail(c, ROWLOCK_EBUSY, "%s: session %lu is still listed by the server after 2 s", what,
+                                 session);
+        rowlock__sleep_us(round < 10 ? 1000 : 10000);
     }
 }
 

@@ -383,6 +383,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
      * the hint is free too and the claim after it takes the row. */
     int skip_claim = L->handed_over && wait_ms != 0;
     L->handed_over = 0;
+    L->queued = 0;
     for (;;) {
         if (wait_ms != 0 && rowlock__interrupted(l->client)) {
             /* rowlock_client_interrupt(): give up the wait (lock.c says so) */
@@ -433,8 +434,10 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
                 return busy_result(l, explained, why);
             break; /* leave the queue (below) */
         }
-        if (!joined)
+        if (!joined) {
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
+            L->queued |= joined == 1;
+        }
         if (joined == 1 && !head) {
             /* Queue for the head lock: the server grants it in FIFO order. */
             int q = queue_wait(l, rowlock__queue_slice_s(l->client, deadline));
@@ -712,6 +715,11 @@ int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms)
         return ROWLOCK_EBUSY; /* nothing of ours to adopt */
     l->token = res.insert_id;
     return 0;
+}
+
+int rowlock__lease_was_queued(const rowlock_lock *l)
+{
+    return (l->ops->flags & ROWLOCK__S_LEASE_ROW) && !l->multi && ROWLOCK__LEASE(l)->queued;
 }
 
 int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms)

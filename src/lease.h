@@ -50,6 +50,9 @@ typedef struct rowlock__lease_lock {
     int handed_over;     /* our last release handed the lock to a waiter: the
                             next waiting acquire queues without a claim that
                             could only fail */
+    int queued;          /* the last acquire's session joined the waiter queue:
+                            a release may have handed it the lock (lock.c's
+                            give-back after an interrupt) */
     /* The lease rule of the last attempt (lease_rule.h), and a request of
      * that rule's attempt: take the wake-up hint now (it created the row). */
     const struct rowlock__lease_rule *rule;
@@ -92,6 +95,9 @@ int rowlock__lease_renew(rowlock_lock *l, int64_t lease_ms);
  * its connection died): count 1, the lease re-armed to lease_ms from now,
  * l->token set. 0 adopted; ROWLOCK_EBUSY no such row; else an error. */
 int rowlock__lease_adopt(rowlock_lock *l, int64_t lease_ms);
+/* Whether l's last acquire joined the waiter queue (a release may have
+ * handed its session the lock). */
+int rowlock__lease_was_queued(const rowlock_lock *l);
 /*
  * SQL pieces for the wake-up hint inside claim and release statements
  * (lease.c explains the hint). HINT_TRY is true when this session holds or

@@ -215,6 +215,9 @@ static int handed_over(const rowlock_lock *l)
  * once). */
 #define RECONNECT_BASE_US 50000
 #define RECONNECT_CAP_US 2000000
+/* The lease a grant handed to an interrupted wait's session is re-armed to
+ * while it is given back (so a failed give-back ends soon). */
+#define GIVE_BACK_LEASE_MS 1000
 
 /*
  * A claim whose connection died may still have committed: the row then names
@@ -334,6 +337,59 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
     }
 }
 
+/*
+ * After an interrupt cut a waiting acquire (rowlock_client_interrupt): its
+ * server session lives on until the statement it waits in ends, and while
+ * it heads the waiter queue a release hands it the lock, in our owner's name
+ * with a lease nobody renews (lease.c; the interrupted caller was told
+ * "busy"). So, for each handle of the set on c whose wait had queued and
+ * that holds nothing: end that session (KILL from a new one, and wait until
+ * it is gone: then no release can name it), then give back a grant it was
+ * handed, as the next acquire would adopt it, released at once (handed to
+ * the next waiter). The caller's result and message are kept; a failure
+ * here is logged and leaves such a grant to its lease. On one server only
+ * (the queue is node-local: a cluster rule hands nothing over) and on the
+ * client's own connection (a wrapped one is never cut).
+ */
+void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, rowlock_lock *const *locks, size_t n)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++)
+        any |= locks[i] != NULL && locks[i]->client == c && locks[i]->held == 0 && rowlock__lease_was_queued(locks[i]);
+    if (!any || !c->owns_mysql)
+        return;
+    rowlock__errsave keep;
+    rowlock__error_save(c, &keep);
+    rowlock__db_hold(c);
+    int rc = rowlock__db_end_cut_session(c, session);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        rowlock_lock *l = locks[i];
+        if (l == NULL || l->client != c || l->held != 0 || !rowlock__lease_was_queued(l) ||
+            rowlock__lease_client_holds(l))
+            continue;
+        ROWLOCK__LEASE(l)->queued = 0;
+        int got = rowlock__lease_adopt(l, GIVE_BACK_LEASE_MS);
+        if (got == ROWLOCK_EBUSY)
+            continue; /* nothing was handed to it */
+        if ((rc = got) != 0)
+            break;
+        l->held = 1;
+        rc = l->ops->release(l);
+        ROWLOCK__LOG_LOCK(l, rc ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED, RL_EVX(.code = rc),
+                          "%s (%s): the interrupted wait's session had been handed the lock (token %llu): %s",
+                          l->shown, l->ops->name, (unsigned long long)l->token,
+                          rc ? "giving it back failed: it ends with its lease" : "given back");
+        l->held = 0;
+        l->token = 0;
+    }
+    if (rc)
+        ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_WARN, RECONNECT_FAILED, RL_EVX(.code = rc, .db_errno = c->db_errno),
+                            "after an interrupted wait: %s (a lock handed to session %lu ends with its lease)",
+                            c->errmsg, session);
+    rowlock__db_unhold(c);
+    rowlock__error_restore(c, &keep);
+}
+
 /* rowlock_acquire() and the calls made for it, and the clearing of an
  * interrupt request once it returned (rowlock_acquire_many() calls
  * rowlock__acquire and clears at its own end). */
@@ -343,8 +399,10 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
         return ROWLOCK_EINVALID;
     rowlock__acquiring(l->client, 1);
     int rc = rowlock__acquire(l, wait_ms, lease_ms);
-    rowlock__acquiring(l->client, -1);
+    unsigned long cut = rowlock__acquiring(l->client, -1);
     rowlock__interrupt_clear(l->client);
+    if (cut != 0 && rc != 0)
+        rowlock__give_back_after_cut(l->client, cut, &l, 1);
     return rc;
 }
 

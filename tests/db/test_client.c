@@ -755,6 +755,100 @@ static void test_interrupt__ends_a_waiting_acquire_and_is_cleared(void **state)
     }
 }
 
+typedef struct acquire_in_thread {
+    rowlock_lock *l;
+    int rc;
+} acquire_in_thread;
+
+static void *acquire_forever(void *p)
+{
+    acquire_in_thread *a = p;
+    a->rc = rowlock_acquire(a->l, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG);
+    return NULL;
+}
+
+/* Until a session heads the waiter queue of `name` (runs its head wait). */
+static void wait_heads_queue(const char *name)
+{
+    int ok = 0;
+    int64_t t0 = tu_now_us();
+    while (tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM t_client_queue q JOIN information_schema.PROCESSLIST p "
+                                 "ON p.ID = q.conn WHERE q.name = '%s' AND p.INFO LIKE '%%rowlock:head-wait%%'",
+                      name) != 1) {
+        if (tu_ms_since(t0) > 10000)
+            fail_msg("%s: the waiter did not head the queue within 10 s", name);
+        tu_sleep_ms(20);
+    }
+}
+
+static void count_given_back(const rowlock_event *ev, void *arg)
+{
+    if (ev->kind == ROWLOCK_EVENT_RELEASED && strstr(ev->message, "given back"))
+        __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The interrupt cuts a waiter that heads the queue; the holder releases a
+ * moment later, before the server has noticed the cut (a session waiting
+ * in GET_LOCK notices its client gone only some time later), so the release hands the
+ * lock to the cut session in the waiter's name. The interrupted acquire
+ * must end that session and give the grant back before it returns: the
+ * holder then takes the name again at once, where it used to find it held
+ * by the waiter's owner for the waiter's whole lease. The log proves the
+ * hand-off happened (else the test proves nothing). Both lease strategies. */
+static void test_interrupt__a_lock_handed_to_the_cut_wait_is_given_back(void **state)
+{
+    (void)state;
+    static const rowlock_strategy strategies[] = { ROWLOCK_STRATEGY_INSERT, ROWLOCK_STRATEGY_OPTIMISTIC };
+    for (size_t s = 0; s < 2; s++) {
+        const char *name = s == 0 ? "intr-handed-i" : "intr-handed-o";
+        rowlock_client *h = tu_client("t_client"), *w = tu_client("t_client");
+        int given_back = 0;
+        assert_rc(rowlock_client_set_log(w, ROWLOCK_LOG_INFO, count_given_back, &given_back), 0, w);
+        rowlock_lock *lh = tu_lock(h, name, strategies[s]), *lw = tu_lock(w, name, strategies[s]);
+        assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h);
+        acquire_in_thread a = { lw, 0 };
+        pthread_t t;
+        int64_t t0;
+        /* The server sometimes sees the cut first (the session then ends and
+         * the release hands nothing over): rounds until one release handed
+         * the lock to the cut session; the name must be free after each. */
+        int round = 0;
+        while (__atomic_load_n(&given_back, __ATOMIC_SEQ_CST) == 0) {
+            if (++round > 10)
+                fail_msg("%s: in 10 rounds no release handed the lock to the cut session: the race was not hit",
+                         name);
+            assert_int_equal(pthread_create(&t, NULL, acquire_forever, &a), 0);
+            wait_heads_queue(name);
+            t0 = tu_now_us();
+            rowlock_client_interrupt(w);
+            assert_rc(rowlock_release(lh), 0, h);
+            pthread_join(t, NULL);
+            fprintf(stderr, "%s: round %d: the interrupted acquire returned %.1f ms after the interrupt, %d given back\n",
+                    name, round, tu_ms_since(t0), __atomic_load_n(&given_back, __ATOMIC_SEQ_CST));
+            assert_int_equal(a.rc, ROWLOCK_EBUSY);
+            tu_assert_msg_has(w, "interrupted", __FILE__, __LINE__);
+            assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h); /* free at once */
+        }
+        /* Now the release comes after the interrupted acquire returned: the
+         * cut session must be gone by then, or it is handed the lock. */
+        assert_int_equal(pthread_create(&t, NULL, acquire_forever, &a), 0);
+        wait_heads_queue(name);
+        t0 = tu_now_us();
+        rowlock_client_interrupt(w);
+        pthread_join(t, NULL);
+        fprintf(stderr, "%s: the interrupted acquire returned %.1f ms after the interrupt (session ended)\n", name,
+                tu_ms_since(t0));
+        assert_int_equal(a.rc, ROWLOCK_EBUSY);
+        assert_rc(rowlock_release(lh), 0, h);
+        assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h); /* free at once */
+        assert_rc(rowlock_release(lh), 0, h);
+        assert_rc(rowlock_acquire(lw, 0, TU_LEASE_LONG), 0, w); /* and the waiter's client works on */
+        assert_rc(rowlock_release(lw), 0, w);
+        tu_lock_free(lh);
+        tu_lock_free(lw);
+    }
+}
+
 static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
 {
     (void)state;
@@ -836,6 +930,7 @@ int main(int argc, char **argv)
         TU_TEST(test_client__a_new_client_has_an_owner_and_no_error),
         TU_TEST(test_client__connects_and_reports_the_server),
         TU_TEST(test_interrupt__ends_a_waiting_acquire_and_is_cleared),
+        TU_TEST(test_interrupt__a_lock_handed_to_the_cut_wait_is_given_back),
         TU_TEST(test_errors__every_code_has_a_name_and_a_sentence),
         TU_TEST(test_connect__nothing_listening_gives_edb_naming_the_host),
         TU_TEST(test_connect__wrong_password_gives_edb),
