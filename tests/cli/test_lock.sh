@@ -149,6 +149,11 @@ else
 fi
 
 # ---- interrupted while waiting: the lock is never taken later -------------------
+# The unlock comes 30 ms after the SIGTERM: the waiting supervisor has cut
+# its wait, but its server session may still be queued, so the unlock may hand it
+# the lock, in the waiter's name. Before it gives up, the supervisor (the
+# library) ends that session and gives such a grant back; else the name
+# stays held, unused, for a whole lease.
 n="${P}wait"
 out=$(timeout 20 bash -c '
     eval "$("$RL" --table=$T lock "$1")" || exit 90
@@ -156,10 +161,9 @@ out=$(timeout 20 bash -c '
     front=$!
     sleep 1
     kill -TERM $front
-    wait $front; echo "front=$?"
-    sleep 0.03 # the waiting supervisor has cut its wait; its server session may not know yet
+    sleep 0.03 # the supervisor has cut its wait by now
     "$RL" unlock; echo "unlock=$?"
-    sleep 4 # a grant handed to the cut wait is taken back 1.5 s after the cut
+    wait $front; echo "front=$?"
     "$RL" --table=$T status "$1" >/dev/null; echo "later=$?"
 ' _ "$n" 2>&1)
 if [[ $out == *front=143* && $out == *unlock=0* && $out == *later=1* ]]; then

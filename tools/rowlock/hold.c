@@ -342,36 +342,6 @@ static int acq_watch_end(acq_watch *w, pthread_t t)
     return w->stopped;
 }
 
-/* The watcher stopped a wait by cutting its connection
- * (rowlock_client_interrupt). The cut session stays queued in the server
- * until the server sees its client gone, and a release in that moment hands
- * the lock to it, in our name, with a lease nobody renews: the name would
- * sit held, unused, until that lease ends (seen: `rowlock lock -w` killed
- * 30 ms before the holder's unlock, on a busy machine). Wait that moment
- * out (the server looks at a waiting session's client at least every
- * second), then give back a grant in our name: the release of the grant
- * the row shows, only while it is ours with more than 5 s of lease left
- * (no one else can be granted it before the release runs). An acquire
- * does not adopt it: its claim is gated on the wake-up hint, which the cut
- * session took with the hand-off. Exclusive names only: the holders of a
- * shared name or semaphore grant themselves. */
-static void reclaim_after_cut(rl_hold *h, const rl_lock_opts *o)
-{
-    if (o->mode != ROWLOCK_MODE_EXCLUSIVE || o->permits != 0)
-        return;
-    struct timespec ts = { 1, 500000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-    for (size_t i = 0; i < h->n; i++) {
-        rowlock_info in = ROWLOCK_INFO_INIT, rel = ROWLOCK_INFO_INIT;
-        if (rowlock_inspect(h->ls[i], &in) == 0 && in.held && in.expires_in_ms > 5000 &&
-            strcmp(in.owner, rowlock_client_owner(h->c)) == 0 &&
-            rowlock_admin_force_release(h->c, rowlock_lock_name(h->ls[i]), &rel) != 0) {
-            /* unreachable: its lease ends it */
-        }
-    }
-}
-
 int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), void *arg, int *stopped)
 {
     int64_t deadline = 0;
@@ -448,8 +418,8 @@ int rl_hold_acquire(rl_hold *h, const rl_lock_opts *o, int (*stop)(void *arg), v
         int s = acq_watch_end(&w, wt);
         if (*stopped == 0)
             *stopped = s;
-        if (s != 0 && rc != 0)
-            reclaim_after_cut(h, o);
+        /* (a lock that a release handed to the cut wait's session in that
+         * moment was given back by the library before the acquire returned) */
     }
     h->t_acq = cli_mono_us();
     if (rc == 0) {
