@@ -1210,11 +1210,15 @@ typedef struct rowlock_holder_info {
     char owner[ROWLOCK_OWNER_MAX + 1];
     rowlock_mode mode;
     int granted;                /**< 1 holds it, 0 waits in the queue */
-    int live;                   /**< its lease (a waiter's: its last try) has not ended */
+    int live;                   /**< a holder: its lease has not ended; a waiter: it still waits
+                                     (one server: its session waits or wrote its entry < 5 s ago;
+                                     a cluster: its entry's end has not passed) */
     unsigned int count;         /**< re-entrant hold count */
     uint64_t token;             /**< fencing token of the grant (0 while waiting) */
     uint64_t ticket;            /**< place in the name's FIFO queue */
-    int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended */
+    int64_t expires_in_ms;      /**< lease end minus the server clock; negative once ended (a
+                                     waiter's entry: when the reaper may drop it, not a lease;
+                                     `rowlock holders` shows "-") */
     unsigned int permits;       /**< the name's permits (0: no limit) */
     /* version 2 */
     int64_t acquired_at_us;     /**< grant time, server clock, µs since the epoch (UTC); 0 while waiting */

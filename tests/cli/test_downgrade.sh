@@ -58,6 +58,7 @@ out=$(timeout 90 bash -c '
     wpid=$!
     for k in $(seq 1000); do [ "$("$RL" --table=$T status "$n" | grep -c " exclusive *waits ")" -ge 1 ] && break; sleep 0.02; done
     echo "queued_writers=$("$RL" --table=$T status "$n" | grep -c " exclusive *waits ")"
+    "$RL" --table=$T status "$n" | grep " exclusive *waits " | awk "{print \$7}" | sed "s/^/waiter_expires=/"
     [ -e "$W/writer_in" ] && echo "writer_early=1"
     "$RL" unlock --downgrade; echo "downgrade=$?"
     for k in $(seq 1000); do [ -e "$W/reader_in" ] && break; sleep 0.02; done
@@ -78,6 +79,7 @@ rc=$?
 get() { sed -n "s/^$1=//p" <<<"$out" | head -1; }
 check_exit "lock + downgrade scenario ran" 0 "$rc" "$out" "$(cat "$W/err")"
 check_exit "an exclusive run -x queued behind the lock" 1 "$(get queued_writers)" "$out"
+check_exit "status shows no lease for a waiter (EXPIRES_S -)" - "$(get waiter_expires)" "$out"
 check_exit "unlock --downgrade: exit 0" 0 "$(get downgrade)" "$out" "$(cat "$W/err")"
 [[ $(get reader_in) == 1 ]] && pass "the shared run -s queued before it got in while the lock was held" ||
     fail "the shared run -s got in" "$out"

@@ -154,10 +154,16 @@ int rl_print_holders(rowlock_client *c, const char *name)
             const rowlock_holder_info *h = &x.v[i];
             size_t w;
             char *hn = cli_human_str(h->name, &w), *ho = cli_human_str(h->owner, &w);
-            printf("%-24s %-40s %-9s %-7s %5u %20" PRIu64 " %10.1f%s\n", hn ? hn : "?", ho ? ho : "?",
+            /* A waiter's entry has no lease: its expires_at only bounds how
+             * long the reaper keeps it (holders.c: its place, minutes). */
+            char exp[32];
+            if (h->granted)
+                snprintf(exp, sizeof exp, "%.1f", (double)h->expires_in_ms / 1000.0);
+            else
+                snprintf(exp, sizeof exp, "-");
+            printf("%-24s %-40s %-9s %-7s %5u %20" PRIu64 " %10s%s\n", hn ? hn : "?", ho ? ho : "?",
                    h->mode == ROWLOCK_MODE_SHARED ? "shared" : "exclusive", h->granted ? "holds" : "waits",
-                   h->count, h->token, (double)h->expires_in_ms / 1000.0,
-                   h->live ? "" : " (ended)");
+                   h->count, h->token, exp, h->live ? "" : " (ended)");
             free(hn);
             free(ho);
         }
