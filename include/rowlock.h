@@ -397,14 +397,17 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
  * reconnects. The acquire that returns clears the request. The cut server
  * session lives on until the server notices it, and a release in that
  * moment may hand it the lock (insert and optimistic on one server: the
- * waiter queue's hand-off): before it returns, such an acquire ends that
- * session (KILL from a new connection, which an account may do to its own
- * sessions) and gives back a lock handed to it, a few ms on a reachable
- * server; if it cannot, the grant lapses with its lease. A claim of the cut
- * acquire that committed just before the cut also lapses with its lease,
- * as after a crash, unless the same handle acquires again (it adopts it).
- * A connection of rowlock_client_wrap() is not cut: the acquire returns at
- * the end of its current wait slice.
+ * waiter queue's hand-off). So before it returns, an acquire that was cut
+ * while it waited in the queue (or whose claim's answer the cut lost, or,
+ * for rowlock_acquire_many, whose release of a name it had taken could not
+ * run) ends that session (KILL CONNECTION from a new connection, which an
+ * account may do to its own sessions; only the session with that id and,
+ * over TCP, that client port, and only while it runs a rowlock statement),
+ * then adopts a grant in its owner's name and releases it: a few ms on a
+ * reachable server; at most about 2 s per host tried when the server
+ * cannot be reached (2 s timeouts), and then the grant lapses with its
+ * lease, as after a crash. A connection of rowlock_client_wrap() is not
+ * cut: the acquire returns at the end of its current wait slice.
  */
 ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c);
 
@@ -689,7 +692,9 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_downgrade(rowlock_lock *l);
  * released (one release each, newest first) before it returns. A release
  * that fails (the server unreachable) is not retried: that handle then
  * counts no hold for it (rowlock_lock_held() 0, the keeper forgets it) and
- * the server ends the grant with its lease; the message says so.
+ * the server ends the grant with its lease; the message says so. After
+ * rowlock_client_interrupt(), such grants of the interrupted client are
+ * given back before the call returns (see there).
  *
  * for-update: a for-update lock is a transaction on its client's
  * connection, so a for-update handle must be the only handle of the set on

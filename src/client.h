@@ -97,7 +97,9 @@ struct rowlock_client {
     int cut;       /* the interrupt cut the connection during them; under fd_mu */
     int sock_fd;
     unsigned long sock_session; /* the server's id of sock_fd's session; under fd_mu */
-    unsigned long cut_session;  /* the session the interrupt cut; under fd_mu */
+    unsigned int sock_port;     /* sock_fd's local TCP port (0: a unix socket); under fd_mu */
+    unsigned long cut_session;  /* the session the interrupt cut, and its port; under fd_mu */
+    unsigned int cut_port;
     pthread_mutex_t fd_mu;
     long conn_mu_pid;        /* the process that initialised it (fork) */
     /* The connection's lease rule (lease_rule.h), NULL until its first use,
@@ -187,7 +189,8 @@ int rowlock__acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 /* After an interrupt cut session `session` of c during an acquire of these
  * handles (rowlock__acquiring said so): end it and give back what a release
  * handed it (lock.c). */
-void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, rowlock_lock *const *locks, size_t n);
+void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsigned int port,
+                                  rowlock_lock *const *locks, size_t n);
 /* Orphan every live handle of a client being freed (client.c). */
 void rowlock__locks_orphan(struct rowlock_client *c);
 /* lock.c: a handle on the keeper's client k for a kept grant (name,

@@ -261,13 +261,17 @@ void rowlock__interrupt_clear(rowlock_client *c);
  * interrupt request stop a reconnect (a release after it must reconnect).
  * Returns, when the last acquire running on c ends and an interrupt cut
  * the connection during it, the server's id of the session cut (closed
- * here: the next statement reconnects); else 0. */
-unsigned long rowlock__acquiring(rowlock_client *c, int d);
+ * here: the next statement reconnects) and in *port (if not NULL) the
+ * local TCP port it was connected from (0: a unix socket); else 0. */
+unsigned long rowlock__acquiring(rowlock_client *c, int d, unsigned int *port);
 /* End a session of ours that an interrupt cut: on the client's connection
  * (reconnecting), KILL it while it still runs one of our statements, then
- * wait until the server no longer lists it (at most 2 s). 0 once it is
- * gone, else an error code (the client's message says why). */
-int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session);
+ * wait until the server no longer lists it (at most 2 s). The session is
+ * known by its id and, over TCP, by the client port the server shows for
+ * it (port 0: by id alone): a reconnect that reached another server finds
+ * no such session there and kills nothing. 0 once it is not listed, else
+ * an error code (the client's message says why). */
+int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session, unsigned int port);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0
  * to run it (*drop_after set when the connection is to be cut once it ran)
  * or the injected error; after it, the error of the cut. */

@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <errmsg.h>
@@ -78,6 +79,7 @@ void rowlock__db_drop_statements(rowlock_client *c)
 }
 
 static void set_sock_fd(rowlock_client *c, int fd, unsigned long session);
+static unsigned int local_port(int fd);
 
 void rowlock__db_close(rowlock_client *c)
 {
@@ -552,6 +554,7 @@ void rowlock__db_mutex_init(rowlock_client *c)
     pthread_mutex_init(&c->fd_mu, NULL);
     c->sock_fd = c->mysql && c->connected && c->owns_mysql ? (int)mysql_get_socket(MYSQLP(c)) : -1;
     c->sock_session = c->sock_fd >= 0 ? mysql_thread_id(MYSQLP(c)) : 0;
+    c->sock_port = local_port(c->sock_fd);
     c->conn_mu_pid = (long)getpid();
 }
 
@@ -562,11 +565,27 @@ void rowlock__db_mutex_destroy(rowlock_client *c)
 }
 
 /* Our own connection's socket, for rowlock_client_interrupt() (fd: -1 none). */
+/* The local TCP port of socket fd (0: not TCP, or unknown). */
+static unsigned int local_port(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t n = sizeof a;
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&a, &n) != 0)
+        return 0;
+    if (a.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&a)->sin_port);
+    if (a.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+    return 0;
+}
+
 static void set_sock_fd(rowlock_client *c, int fd, unsigned long session)
 {
+    unsigned int port = local_port(fd);
     pthread_mutex_lock(&c->fd_mu);
     c->sock_fd = fd;
     c->sock_session = session;
+    c->sock_port = port;
     pthread_mutex_unlock(&c->fd_mu);
 }
 
@@ -580,6 +599,7 @@ ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c)
         shutdown(c->sock_fd, SHUT_RDWR); /* a statement blocked in the server returns now */
         c->cut = 1;
         c->cut_session = c->sock_session;
+        c->cut_port = c->sock_port;
     }
     pthread_mutex_unlock(&c->fd_mu);
 }
@@ -594,15 +614,18 @@ void rowlock__interrupt_clear(rowlock_client *c)
     __atomic_store_n(&c->interrupted, 0, __ATOMIC_SEQ_CST);
 }
 
-unsigned long rowlock__acquiring(rowlock_client *c, int d)
+unsigned long rowlock__acquiring(rowlock_client *c, int d, unsigned int *port)
 {
     pthread_mutex_lock(&c->fd_mu);
     c->acquiring += d;
     int cut = d < 0 && c->acquiring == 0 && c->cut;
     unsigned long session = cut ? c->cut_session : 0;
+    if (port)
+        *port = cut ? c->cut_port : 0;
     if (cut) {
         c->cut = 0;
         c->cut_session = 0;
+        c->cut_port = 0;
     }
     pthread_mutex_unlock(&c->fd_mu);
     if (cut && c->connected && c->owns_mysql) {
@@ -623,18 +646,21 @@ unsigned long rowlock__acquiring(rowlock_client *c, int d)
  */
 static const char SQL_CUT_FIND[] =
     "/* rowlock:cut-find */ SELECT COUNT(*), IFNULL(MAX(INFO LIKE '/* rowlock:%'), 0) "
-    "FROM information_schema.PROCESSLIST WHERE ID = ?";
+    "FROM information_schema.PROCESSLIST WHERE ID = ? AND (? = 0 OR SUBSTRING_INDEX(HOST, ':', -1) = ?)";
 static const char SQL_CUT_KILL[] = "/* rowlock:cut-kill */ KILL CONNECTION ?";
 
-int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session)
+int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session, unsigned int port)
 {
     static const char what[] = "end the interrupted session";
     const int64_t give_up = rowlock__now_us() + 2000000;
     int killed = 0;
     for (unsigned round = 0;; round++) {
+        char ps[16];
+        snprintf(ps, sizeof ps, "%u", port);
+        rowlock__param pf[3] = { RL_U64(session), RL_U64(port), RL_STR(ps, strlen(ps)) };
         rowlock__param p = RL_U64(session);
         rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
-        int rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = SQL_CUT_FIND, .params = &p, .nparams = 1,
+        int rc = rowlock__db_run(c, RL_STMT(.what = what, .tmpl = SQL_CUT_FIND, .params = pf, .nparams = 3,
                                             .cols = cols, .ncols = 2));
         if (rc)
             return rc;

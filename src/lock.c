@@ -218,6 +218,8 @@ static int handed_over(const rowlock_lock *l)
 /* The lease a grant handed to an interrupted wait's session is re-armed to
  * while it is given back (so a failed give-back ends soon). */
 #define GIVE_BACK_LEASE_MS 1000
+/* The connect, read and write timeouts of the give-back's connection. */
+#define GIVE_BACK_TIMEOUT_MS 2000
 
 /*
  * A claim whose connection died may still have committed: the row then names
@@ -340,52 +342,81 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
 /*
  * After an interrupt cut a waiting acquire (rowlock_client_interrupt): its
  * server session lives on until the statement it waits in ends, and while
- * it heads the waiter queue a release hands it the lock, in our owner's name
- * with a lease nobody renews (lease.c; the interrupted caller was told
- * "busy"). So, for each handle of the set on c whose wait had queued and
- * that holds nothing: end that session (KILL from a new one, and wait until
- * it is gone: then no release can name it), then give back a grant it was
- * handed, as the next acquire would adopt it, released at once (handed to
- * the next waiter). The caller's result and message are kept; a failure
- * here is logged and leaves such a grant to its lease. On one server only
- * (the queue is node-local: a cluster rule hands nothing over) and on the
+ * it heads the waiter queue a release hands it the lock (lease.c), in our
+ * owner's name with a lease nobody renews, though the interrupted caller
+ * was told "busy". So, for each handle of the set on c that holds nothing
+ * and may have a grant in the server (its wait joined the queue, or a
+ * claim or release of it went unanswered: claim_uncertain, as when
+ * rowlock_acquire_many could not give back a name it had taken): end that
+ * session (KILL from a new session, then wait until it is not listed: no
+ * release can name it any more), then adopt a grant of ours, as the next
+ * acquire would, and release it at once (the next waiter's claim takes the
+ * row). The caller's result and message are kept; a failure is logged and
+ * leaves such a grant to its lease. Bounded: this reconnect and its
+ * statements get 2 s timeouts, and the connection is closed afterwards
+ * (the next call reconnects with the client's own). On one server only
+ * (the queue hand-off is node-local; a cluster rule has none) and on the
  * client's own connection (a wrapped one is never cut).
  */
-void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, rowlock_lock *const *locks, size_t n)
+static int give_back_wanted(const rowlock_client *c, const rowlock_lock *l)
+{
+    return l != NULL && l->client == c && l->held == 0 && (l->ops->flags & ROWLOCK__S_LEASE_ROW) && !l->multi &&
+           (rowlock__lease_was_queued(l) || l->claim_uncertain);
+}
+
+void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsigned int port,
+                                  rowlock_lock *const *locks, size_t n)
 {
     int any = 0;
     for (size_t i = 0; i < n; i++)
-        any |= locks[i] != NULL && locks[i]->client == c && locks[i]->held == 0 && rowlock__lease_was_queued(locks[i]);
+        any |= give_back_wanted(c, locks[i]);
     if (!any || !c->owns_mysql)
         return;
+    const rowlock__lease_rule *used = NULL;
+    for (size_t i = 0; i < n && used == NULL; i++)
+        if (give_back_wanted(c, locks[i]))
+            used = ROWLOCK__LEASE(locks[i])->rule;
+    if (used && !(used->flags & ROWLOCK__RULE_QUEUE))
+        return; /* a cluster: no hand-off to give back; a KILL by id could reach another node */
     rowlock__errsave keep;
     rowlock__error_save(c, &keep);
     rowlock__db_hold(c);
-    int rc = rowlock__db_end_cut_session(c, session);
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    const unsigned int ct = c->connect_timeout_ms, rt = c->read_timeout_ms, wt = c->write_timeout_ms;
+    c->connect_timeout_ms = ct && ct < GIVE_BACK_TIMEOUT_MS ? ct : GIVE_BACK_TIMEOUT_MS;
+    c->read_timeout_ms = rt && rt < GIVE_BACK_TIMEOUT_MS ? rt : GIVE_BACK_TIMEOUT_MS;
+    c->write_timeout_ms = wt && wt < GIVE_BACK_TIMEOUT_MS ? wt : GIVE_BACK_TIMEOUT_MS;
+    if (c->connected)
+        rowlock__db_close(c); /* reconnect with these timeouts */
+    int rc = rowlock__db_end_cut_session(c, session, port);
+    for (size_t i = 0; i < n; i++) {
         rowlock_lock *l = locks[i];
-        if (l == NULL || l->client != c || l->held != 0 || !rowlock__lease_was_queued(l) ||
-            rowlock__lease_client_holds(l))
+        if (!give_back_wanted(c, l) || rowlock__lease_client_holds(l))
             continue;
+        int got = rc ? rc : rowlock__lease_adopt(l, GIVE_BACK_LEASE_MS);
+        int rel = 0;
+        if (got == 0) {
+            l->held = 1;
+            rel = l->ops->release(l);
+            l->held = 0;
+        }
+        if (got == 0 || got != ROWLOCK_EBUSY)
+            ROWLOCK__LOG_LOCK(l, got || rel ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED,
+                              RL_EVX(.code = got ? got : rel, .db_errno = c->db_errno),
+                              "%s (%s): after the interrupted wait: %s%s", l->shown, l->ops->name,
+                              got ? "a grant to it may stand until its lease ends: " :
+                              rel ? "its session had been handed the lock; giving it back failed (it ends with "
+                                    "its lease): " :
+                                    "its session had been handed the lock: given back",
+                              got || rel ? c->errmsg : "");
         ROWLOCK__LEASE(l)->queued = 0;
-        int got = rowlock__lease_adopt(l, GIVE_BACK_LEASE_MS);
-        if (got == ROWLOCK_EBUSY)
-            continue; /* nothing was handed to it */
-        if ((rc = got) != 0)
-            break;
-        l->held = 1;
-        rc = l->ops->release(l);
-        ROWLOCK__LOG_LOCK(l, rc ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED, RL_EVX(.code = rc),
-                          "%s (%s): the interrupted wait's session had been handed the lock (token %llu): %s",
-                          l->shown, l->ops->name, (unsigned long long)l->token,
-                          rc ? "giving it back failed: it ends with its lease" : "given back");
-        l->held = 0;
+        if (got == 0 || got == ROWLOCK_EBUSY)
+            l->claim_uncertain = 0;
         l->token = 0;
     }
-    if (rc)
-        ROWLOCK__LOG_CLIENT(c, ROWLOCK_LOG_WARN, RECONNECT_FAILED, RL_EVX(.code = rc, .db_errno = c->db_errno),
-                            "after an interrupted wait: %s (a lock handed to session %lu ends with its lease)",
-                            c->errmsg, session);
+    rowlock__db_close(c);
+    c->connect_timeout_ms = ct;
+    c->read_timeout_ms = rt;
+    c->write_timeout_ms = wt;
     rowlock__db_unhold(c);
     rowlock__error_restore(c, &keep);
 }
@@ -397,12 +428,13 @@ ROWLOCK_EXTERN int rowlock_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lea
 {
     if (l == NULL || l->client == NULL)
         return ROWLOCK_EINVALID;
-    rowlock__acquiring(l->client, 1);
+    rowlock__acquiring(l->client, 1, NULL);
     int rc = rowlock__acquire(l, wait_ms, lease_ms);
-    unsigned long cut = rowlock__acquiring(l->client, -1);
+    unsigned int port = 0;
+    unsigned long cut = rowlock__acquiring(l->client, -1, &port);
     rowlock__interrupt_clear(l->client);
     if (cut != 0 && rc != 0)
-        rowlock__give_back_after_cut(l->client, cut, &l, 1);
+        rowlock__give_back_after_cut(l->client, cut, port, &l, 1);
     return rc;
 }
 

@@ -196,14 +196,15 @@ ROWLOCK_EXTERN int rowlock_acquire_many(rowlock_lock *const *locks, size_t n, in
 {
     for (size_t i = 0; locks != NULL && i < n; i++)
         if (locks[i] != NULL && locks[i]->client != NULL)
-            rowlock__acquiring(locks[i]->client, 1);
+            rowlock__acquiring(locks[i]->client, 1, NULL);
     int rc = acquire_many(locks, n, wait_ms, lease_ms, failed);
     for (size_t i = 0; locks != NULL && i < n; i++)
         if (locks[i] != NULL && locks[i]->client != NULL) {
-            unsigned long cut = rowlock__acquiring(locks[i]->client, -1);
+            unsigned int port = 0;
+            unsigned long cut = rowlock__acquiring(locks[i]->client, -1, &port);
             rowlock__interrupt_clear(locks[i]->client);
             if (cut != 0 && rc != 0)
-                rowlock__give_back_after_cut(locks[i]->client, cut, locks, n);
+                rowlock__give_back_after_cut(locks[i]->client, cut, port, locks, n);
         }
     return rc;
 }

@@ -149,11 +149,11 @@ else
 fi
 
 # ---- interrupted while waiting: the lock is never taken later -------------------
-# The unlock comes 30 ms after the SIGTERM: the waiting supervisor has cut
-# its wait, but its server session may still be queued, so the unlock may hand it
-# the lock, in the waiter's name. Before it gives up, the supervisor (the
-# library) ends that session and gives such a grant back; else the name
-# stays held, unused, for a whole lease.
+# The unlock comes 100 ms after the SIGTERM: the waiting supervisor has cut
+# its wait, but its server session may still be queued, so the unlock may
+# hand it the lock, in the waiter's name. Before it gives up, the supervisor
+# (the library) ends that session and gives such a grant back: the name is
+# free within 5 s (else it stays held, unused, for the waiter's whole lease).
 n="${P}wait"
 out=$(timeout 20 bash -c '
     eval "$("$RL" --table=$T lock "$1")" || exit 90
@@ -161,9 +161,11 @@ out=$(timeout 20 bash -c '
     front=$!
     sleep 1
     kill -TERM $front
-    sleep 0.03 # the supervisor has cut its wait by now
+    sleep 0.1 # its supervisor sees the signal within 50 ms and cuts its wait
     "$RL" unlock; echo "unlock=$?"
     wait $front; echo "front=$?"
+    # (front dies at once; its supervisor gives up on its own time)
+    for k in $(seq 50); do "$RL" --table=$T status "$1" >/dev/null || break; sleep 0.1; done
     "$RL" --table=$T status "$1" >/dev/null; echo "later=$?"
 ' _ "$n" 2>&1)
 if [[ $out == *front=143* && $out == *unlock=0* && $out == *later=1* ]]; then

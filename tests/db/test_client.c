@@ -849,6 +849,48 @@ static void test_interrupt__a_lock_handed_to_the_cut_wait_is_given_back(void **s
     }
 }
 
+typedef struct many_in_thread {
+    rowlock_lock *ls[2];
+    int rc;
+} many_in_thread;
+
+static void *acquire_many_forever(void *p)
+{
+    many_in_thread *a = p;
+    size_t failed = 0;
+    a->rc = rowlock_acquire_many(a->ls, 2, ROWLOCK_WAIT_FOREVER, TU_LEASE_LONG, &failed);
+    return NULL;
+}
+
+/* rowlock_acquire_many takes a free name, then waits for a held one; an
+ * interrupt ends the wait. The name it took must be free again when the
+ * call returns (its release after the cut cannot reach the server before
+ * the call ends: the give-back adopts and releases it), not held in the
+ * waiter's name for the whole lease. */
+static void test_interrupt__acquire_many_gives_back_what_it_took(void **state)
+{
+    (void)state;
+    rowlock_client *h = tu_client("t_client"), *w = tu_client("t_client"), *o = tu_client("t_client");
+    rowlock_lock *held = tu_lock(h, "intr-many-b", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *other = tu_lock(o, "intr-many-a", ROWLOCK_STRATEGY_INSERT);
+    many_in_thread a = { { tu_lock(w, "intr-many-a", ROWLOCK_STRATEGY_INSERT),
+                           tu_lock(w, "intr-many-b", ROWLOCK_STRATEGY_INSERT) }, 0 };
+    assert_rc(rowlock_acquire(held, 0, TU_LEASE_LONG), 0, h);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, acquire_many_forever, &a), 0);
+    wait_heads_queue("intr-many-b"); /* holds a, waits for b */
+    rowlock_client_interrupt(w);
+    pthread_join(t, NULL);
+    assert_int_equal(a.rc, ROWLOCK_EBUSY);
+    tu_assert_msg_has(w, "interrupted", __FILE__, __LINE__);
+    assert_rc(rowlock_acquire(other, 0, TU_LEASE_LONG), 0, o); /* a is free at once */
+    assert_rc(rowlock_release(other), 0, o);
+    assert_rc(rowlock_release(held), 0, h);
+    rowlock_lock *other_b = tu_lock(o, "intr-many-b", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(other_b, 0, TU_LEASE_LONG), 0, o); /* and b: nothing left in w's name */
+    assert_rc(rowlock_release(other_b), 0, o);
+}
+
 static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
 {
     (void)state;
@@ -931,6 +973,7 @@ int main(int argc, char **argv)
         TU_TEST(test_client__connects_and_reports_the_server),
         TU_TEST(test_interrupt__ends_a_waiting_acquire_and_is_cleared),
         TU_TEST(test_interrupt__a_lock_handed_to_the_cut_wait_is_given_back),
+        TU_TEST(test_interrupt__acquire_many_gives_back_what_it_took),
         TU_TEST(test_errors__every_code_has_a_name_and_a_sentence),
         TU_TEST(test_connect__nothing_listening_gives_edb_naming_the_host),
         TU_TEST(test_connect__wrong_password_gives_edb),
