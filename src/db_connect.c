@@ -564,7 +564,6 @@ void rowlock__db_mutex_destroy(rowlock_client *c)
     pthread_mutex_destroy(&c->fd_mu);
 }
 
-/* Our own connection's socket, for rowlock_client_interrupt() (fd: -1 none). */
 /* The local TCP port of socket fd (0: not TCP, or unknown). */
 static unsigned int local_port(int fd)
 {
@@ -579,6 +578,8 @@ static unsigned int local_port(int fd)
     return 0;
 }
 
+/* Our own connection's socket, its session and local port, for
+ * rowlock_client_interrupt() (fd: -1 none). */
 static void set_sock_fd(rowlock_client *c, int fd, unsigned long session)
 {
     unsigned int port = local_port(fd);
@@ -636,11 +637,12 @@ unsigned long rowlock__acquiring(rowlock_client *c, int d, unsigned int *port)
         rowlock__db_close(c);
         rowlock__db_leave(c);
     }
-    return cut && session != 0 ? session : 0;
+    return session;
 }
 
 /*
- * Params: session id. Columns: listed (0/1), running a statement of ours
+ * Params: session id, client port (0: any), the port as text (PROCESSLIST's
+ * HOST is "address:port" over TCP). Columns: listed (0/1), running a statement of ours
  * (0/1: its text starts with our tag comment). An account sees its own
  * sessions here without the PROCESS privilege, and may KILL them.
  */

@@ -436,7 +436,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
         }
         if (!joined) {
             joined = queue_join(l, lease_ms) == 0 ? 1 : -1;
-            L->queued |= joined == 1;
+            L->queued = joined == 1;
         }
         if (joined == 1 && !head) {
             /* Queue for the head lock: the server grants it in FIFO order. */
