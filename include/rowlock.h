@@ -600,7 +600,11 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t 
  * reaches 0 the lock is free for others (the row keeps its token).
  * @return 0; ROWLOCK_ENOTOWNER if the lock was lost (someone else holds it,
  *   it was purged or force-released, or the holding transaction/connection
- *   ended) — nothing is changed then; ROWLOCK_EINVALID if this handle holds
+ *   ended) — nothing is changed then; a grant held as an entry of a
+ *   multi-holder name (shared, semaphore, or exclusive on a name used so)
+ *   on one server also when its lease had ended: others pass over such an
+ *   entry without removing it, so whether one held the name meanwhile
+ *   cannot be told (the entry is removed, the handle is lost); ROWLOCK_EINVALID if this handle holds
  *   nothing, or (insert, optimistic) the connection is inside a
  *   transaction; ROWLOCK_EDB.
  * One round trip. insert/optimistic: a final release that hands the lock to

@@ -326,6 +326,17 @@ static const char SQL_RELEASE_ONE[] =
     "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1";
 static const char SQL_RELEASE_LAST[] =
     "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
+/* One server: the same, only while the lease runs. An acquirer passes over
+ * an entry whose lease ended without deleting it, so the entry still there
+ * says nothing about whether someone else held the name meanwhile: a
+ * release after the lease's end is a loss (ENOTOWNER), as a renewal then
+ * is, and the entry is then cleared by the statements above. */
+static const char SQL_RELEASE_ONE_LIVE[] =
+    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1"
+    " AND expires_at > UTC_TIMESTAMP(6)";
+static const char SQL_RELEASE_LAST_LIVE[] =
+    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
+    " AND expires_at > UTC_TIMESTAMP(6)";
 /* A waiter that gives up. Params: name, owner. */
 static const char SQL_FORGET[] =
     "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 0";
@@ -1344,12 +1355,36 @@ static int lost(rowlock_lock *l, const char *what)
 int rowlock__holders_release(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
+    const rowlock__lease_rule *rule;
+    int rc = rowlock__lease_rule_get(c, &rule);
+    if (rc)
+        return rc;
+    /* A cluster: an entry still there is ours (a taker passes over an entry
+     * only by deleting it). One server: only while its lease runs. */
+    const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
     rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__res res;
     int last = l->held == 1 && other_holds(l) == 0;
-    int rc = rowlock__lease_exec_retrying(l, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &res);
+    const char *sql = last ? (cluster ? SQL_RELEASE_LAST : SQL_RELEASE_LAST_LIVE)
+                           : (cluster ? SQL_RELEASE_ONE : SQL_RELEASE_ONE_LIVE);
+    rc = rowlock__lease_exec_retrying(l, "release", sql, p, 3, &res);
     if (rc)
         return rc;
+    if (res.affected != 1 && !cluster) {
+        /* Not live any more (or gone): clear what is left of it (our count,
+         * or the entry), and report the loss either way. */
+        rowlock__res gone;
+        if (rowlock__lease_exec_retrying(l, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &gone) == 0 &&
+            gone.affected == 1) {
+            if (other_holds(l) == 0 && c->connected)
+                wake_free(l);
+            return rowlock__fail(c, ROWLOCK_ENOTOWNER,
+                                 "release %s (insert, %s): not the owner any more: its lease had ended (another owner "
+                                 "may have held the name since)",
+                                 l->shown, mode_name(l->mode));
+        }
+        return lost(l, "release");
+    }
     if (res.affected != 1)
         return lost(l, "release");
     if (last)

@@ -200,6 +200,47 @@ static void test_shared__a_renewing_holder_keeps_a_writer_out_a_lapsed_one_does_
     assert_rc(rowlock_release(wx), 0, w);
 }
 
+/*
+ * A release after the lease ended reports the loss. On one server an
+ * acquirer passes over an entry whose lease ended without deleting it, so
+ * the entry alone cannot tell whether someone else held the name meanwhile:
+ * the release was 0 even after a writer had held it in between (planted
+ * old statements: 0, fails). Under the cluster rule a taker deletes the
+ * entry it passes over, so an entry still there is the holder's own.
+ */
+static void test_shared__a_release_after_the_lease_ended_reports_the_loss(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    rowlock_client *a = C(), *w = C();
+    rowlock_lock *ra = ML(a, "lapse-release", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *wx = ML(w, "lapse-release", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(ra, 0, 600), 0, a); /* not renewed: lapses */
+    assert_rc(rowlock_acquire(wx, 10000, TU_LEASE_LONG), 0, w);
+    assert_rc(rowlock_release(wx), 0, w);
+    assert_rc(rowlock_release(ra), ROWLOCK_ENOTOWNER, a); /* a writer held it in between */
+    assert_msg_has(a, "not the owner any more");
+
+    /* Lapsed, nobody took it: on one server a loss all the same (it cannot
+     * be told apart), with a cluster's rule the entry is still ours. */
+    rowlock_client *b = C();
+    rowlock_lock *rb = ML(b, "lapse-release-2", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rb2 = ML(b, "lapse-release-3", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(rb, 0, 600), 0, b);
+    assert_rc(rowlock_acquire(rb2, 0, 600), 0, b);
+    assert_rc(rowlock_acquire(rb2, 0, 600), 0, b); /* a re-entry: count 2 */
+    tu_sleep_ms(900);
+    assert_rc(rowlock_release(rb), cluster_rule() ? 0 : ROWLOCK_ENOTOWNER, b);
+    assert_rc(rowlock_release(rb2), cluster_rule() ? 0 : ROWLOCK_ENOTOWNER, b);
+    int ok = 0;
+    long long left = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `%s_hold` WHERE name = 'lapse-release-2'", TABLE);
+    assert_true(ok);
+    assert_int_equal(left, 0); /* cleared either way */
+    if (cluster_rule())
+        assert_rc(rowlock_release(rb2), 0, b);
+}
+
 /* ---- semaphores (insert) ------------------------------------------------- */
 
 #define SEM_PROCS 8
@@ -735,6 +776,7 @@ int main(int argc, char **argv)
         TU_TEST(test_shared__a_writer_is_not_starved_by_later_readers),
         TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
         TU_TEST(test_shared__a_renewing_holder_keeps_a_writer_out_a_lapsed_one_does_not),
+        TU_TEST(test_shared__a_release_after_the_lease_ended_reports_the_loss),
         TU_TEST(test_semaphore__never_more_than_n_holders),
         TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
         TU_TEST(test_semaphore__permits_change_keeps_holders),
