@@ -604,7 +604,9 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t 
  *   multi-holder name (shared, semaphore, or exclusive on a name used so)
  *   on one server also when its lease had ended: others pass over such an
  *   entry without removing it, so whether one held the name meanwhile
- *   cannot be told (the entry is removed, the handle is lost); ROWLOCK_EINVALID if this handle holds
+ *   cannot be told (then the entry is removed, or, while another handle of
+ *   the client shares it, this handle's count taken off: one or two more
+ *   round trips); ROWLOCK_EINVALID if this handle holds
  *   nothing, or (insert, optimistic) the connection is inside a
  *   transaction; ROWLOCK_EDB.
  * One round trip. insert/optimistic: a final release that hands the lock to

@@ -395,11 +395,15 @@ static const char SQL_WAIT[] =
 static const char SQL_WAKE_FREE[] = "/* rowlock:hold-wake-free */ SELECT RELEASE_LOCK(?)";
 /* One server, a name held by a one-row holder: wait on its hint; when the
  * slice passes (the hint held throughout), the same statement reads the
- * holder's lease left, NULL when the row is no longer held by a one-row
- * holder. Params: hint, wait s, hint, name, strategy. */
+ * holder's lease left (from the statement's start: UTC_TIMESTAMP is fixed
+ * then), NULL when the row is no longer held by a one-row holder, its token
+ * and the session holding the hint now; g -1: GET_LOCK failed (NULL).
+ * Params: hint, hint, wait s, hint, name, strategy. */
 static const char SQL_HOLD_WAIT_ROW[] =
-    "/* rowlock:hold-wait-row */ SELECT w.g, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) / 1000) "
-    "FROM (SELECT IF(GET_LOCK(?, ?) = 1, 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0) AS g) AS w "
+    "/* rowlock:hold-wait-row */ SELECT w.g, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) / 1000),"
+    " t.token, IS_USED_LOCK(?) "
+    "FROM (SELECT CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0"
+    " ELSE -1 END AS g) AS w "
     "LEFT JOIN `{{table}}` t ON w.g = 0 AND t.name = ? AND t.strategy = ? AND t.owner <> ''"
     " AND t.expires_at > UTC_TIMESTAMP(6)";
 
@@ -1006,8 +1010,13 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
  * writer in 1 s slices made 5 400 statements/s, in these slices one per
  * waiter per slice. A holder that renews keeps its readers waiting; one
  * whose lease ends while its session stays (a stopped process) is passed
- * at its lease's end, as the attempt's row rule says. 1: the hint was free
- * or freed; 0: the row changed, the deadline came or an interrupt; -1: an
+ * at its lease's end, as the attempt's row rule says (the lease left is
+ * read at the statement's start: the slice's time is taken off). Not woken:
+ * a release by a holder that does not hold the hint (a claim passed over a
+ * paused earlier holder whose session keeps it; an administrator's force
+ * release): the slice then ends by the lease. When the hint's session is
+ * seen keeping it across a change of holder, slices are 1 s again.
+ * 1: the hint was free or freed; 0: the row changed, the deadline came or an interrupt; -1: an
  * error. The caller backs off briefly in every case, as after the 1 s
  * slices before (an attempt that still finds a one-row holder cannot spin). */
 static int row_wait(rowlock_lock *l, int64_t deadline)
@@ -1015,6 +1024,9 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
     rowlock_client *c = l->client;
     const rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     double cap = 1.0;
+    int short_slices = 0;
+    uint64_t seen_token = 0;
+    int64_t seen_user = -1;
     for (;;) {
         if (rowlock__interrupted(c))
             return 0;
@@ -1023,20 +1035,35 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
             slice = cap;
         if (slice <= 0)
             return 0;
-        rowlock__param p[5] = { RL_STR(L->hint, L->hint_len), { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice },
+        rowlock__param p[6] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
+                                { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice },
                                 RL_STR(L->hint, L->hint_len), RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
-        rowlock__col cols[2];
+        rowlock__col cols[4];
         memset(cols, 0, sizeof cols);
-        cols[0].type = cols[1].type = ROWLOCK__T_I64;
+        cols[0].type = cols[1].type = cols[3].type = ROWLOCK__T_I64;
+        cols[2].type = ROWLOCK__T_U64;
+        const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ROW, .params = p,
-                                             .nparams = 5, .cols = cols, .ncols = 2)) ||
-            cols[0].is_null)
+                                             .nparams = 6, .cols = cols, .ncols = 4)) ||
+            cols[0].is_null || cols[0].i < 0)
             return -1;
         if (cols[0].i != 0)
             return 1;
-        if (cols[1].is_null || cols[1].i <= 0 || rowlock__now_us() >= deadline)
+        /* The lease left was read at the statement's start: take off the
+         * slice since. */
+        const int64_t left_ms = cols[1].is_null ? 0 : cols[1].i - (rowlock__now_us() - sent) / 1000;
+        if (left_ms <= 0 || rowlock__now_us() >= deadline)
             return 0;
-        cap = (double)cols[1].i / 1e3 + 0.001; /* then its lease may have ended */
+        /* The session holding the hint kept it across a change of holder:
+         * it is not the holder's (a paused earlier holder's, after a claim
+         * that passed over it), and the holder's release will not free it.
+         * Look every second, as before, for the rest of this wait. */
+        const int64_t user = cols[3].is_null ? -1 : cols[3].i;
+        if (seen_user >= 0 && user == seen_user && cols[2].u != seen_token)
+            short_slices = 1;
+        seen_user = user;
+        seen_token = cols[2].u;
+        cap = short_slices ? 1.0 : (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
     }
 }
 
@@ -1086,6 +1113,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
         for (int i = 0; i < 7; i++)
             cols[i].type = ROWLOCK__T_I64;
         cols[2].type = ROWLOCK__T_U64;
+        const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ENTRY, .params = p,
                                              .nparams = 11, .cols = cols, .ncols = 7)) ||
             cols[0].is_null) {
@@ -1106,7 +1134,9 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             cols[2].u != b->token || (b->granted ? cols[3].is_null || cols[3].i <= 0 : !cols[4].i) ||
             (b->sem_head && cols[5].i))
             return HW_LOOK;
-        left_ms = cols[3].i;
+        left_ms = cols[3].i - (rowlock__now_us() - sent) / 1000; /* read at the statement's start */
+        if (b->granted && left_ms <= 0)
+            return HW_LOOK;
     }
 }
 
@@ -1371,12 +1401,14 @@ int rowlock__holders_release(rowlock_lock *l)
     if (rc)
         return rc;
     if (res.affected != 1 && !cluster) {
-        /* Not live any more (or gone): clear what is left of it (our count,
-         * or the entry), and report the loss either way. */
+        /* Not live any more (or gone): clear what is left of it (the entry,
+         * whatever its count, unless another handle of ours shares it: then
+         * our count), and report the loss either way. */
+        const int alone = other_holds(l) == 0;
         rowlock__res gone;
-        if (rowlock__lease_exec_retrying(l, "release", last ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &gone) == 0 &&
+        if (rowlock__lease_exec_retrying(l, "release", alone ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &gone) == 0 &&
             gone.affected == 1) {
-            if (other_holds(l) == 0 && c->connected)
+            if (alone && c->connected)
                 wake_free(l);
             return rowlock__fail(c, ROWLOCK_ENOTOWNER,
                                  "release %s (insert, %s): not the owner any more: its lease had ended (another owner "
