@@ -308,6 +308,13 @@ static void test_acquire_many__names_held_while_waiting_keep_their_leases(void *
     set s;
     mk_set(&s, names, 2);
     wl_shared *sh = tu_shm(sizeof *sh);
+    /* The rows exist before the prober and the set race: a first use
+     * creates the row in a statement of its own (for-update: an INSERT
+     * IGNORE committed before the lock), and a try that met that insert's
+     * lock said busy while nobody held the name; its next try could then
+     * be granted before the set: a "stolen" name that never was (seen
+     * once in a ctest -j2 run). */
+    expect_free_name("m-wl-a");
     tu_pipe_open(&wl_ready);
     pid_t holder = tu_fork(wl_holder, NULL, 0);
     assert_int_equal(tu_await(&wl_ready, 60000), 'H');
