@@ -397,14 +397,17 @@ static const char SQL_WAKE_FREE[] = "/* rowlock:hold-wake-free */ SELECT RELEASE
  * slice passes (the hint held throughout), the same statement reads the
  * holder's lease left (from the statement's start: UTC_TIMESTAMP is fixed
  * then), NULL when the row is no longer held by a one-row holder, its token
- * and the session holding the hint now; g -1: GET_LOCK failed (NULL).
- * Params: hint, hint, wait s, hint, name, strategy. */
+ * and the session holding the hint now; g -1: GET_LOCK failed (NULL); g 3:
+ * the hint was free at once (not taken), then the statement sleeps `free s`
+ * before it reads the row. Params: hint, hint, free s, hint, wait s, hint,
+ * name, strategy. */
 static const char SQL_HOLD_WAIT_ROW[] =
     "/* rowlock:hold-wait-row */ SELECT w.g, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) / 1000),"
     " t.token, IS_USED_LOCK(?) "
-    "FROM (SELECT CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0"
-    " ELSE -1 END AS g) AS w "
-    "LEFT JOIN `{{table}}` t ON w.g = 0 AND t.name = ? AND t.strategy = ? AND t.owner <> ''"
+    "FROM (SELECT IF(IS_FREE_LOCK(?), 3 + 0 * SLEEP(?),"
+    " CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0 ELSE -1 END)"
+    " AS g) AS w "
+    "LEFT JOIN `{{table}}` t ON w.g IN (0, 3) AND t.name = ? AND t.strategy = ? AND t.owner <> ''"
     " AND t.expires_at > UTC_TIMESTAMP(6)";
 
 /* ---- entries --------------------------------------------------------------- */
@@ -1024,7 +1027,7 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
     rowlock_client *c = l->client;
     const rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     double cap = 1.0;
-    int short_slices = 0;
+    int short_slices = 0, hintless = 0;
     uint64_t seen_token = 0;
     int64_t seen_user = -1;
     for (;;) {
@@ -1035,20 +1038,30 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
             slice = cap;
         if (slice <= 0)
             return 0;
-        rowlock__param p[6] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
-                                { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice },
-                                RL_STR(L->hint, L->hint_len), RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
+        /* A hint found free at once while the row stayed held: its holder
+         * keeps none (its session is gone: a crashed holder, whose lease
+         * runs on; or it reconnected). Nothing will wake us: look again
+         * each second, one statement sleeping in the server (an interrupt
+         * cuts it), instead of an attempt every 200 ms. The first look
+         * never sleeps: a hint free at once then is mostly a release that
+         * came between our attempt and this wait. */
+        const double free_s = hintless ? (slice < 1.0 ? slice : 1.0) : 0.0;
+        rowlock__param p[8] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
+                                { ROWLOCK__T_DBL, NULL, 0, 0, 0, free_s }, RL_STR(L->hint, L->hint_len),
+                                { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice }, RL_STR(L->hint, L->hint_len),
+                                RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
         rowlock__col cols[4];
         memset(cols, 0, sizeof cols);
         cols[0].type = cols[1].type = cols[3].type = ROWLOCK__T_I64;
         cols[2].type = ROWLOCK__T_U64;
         const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ROW, .params = p,
-                                             .nparams = 6, .cols = cols, .ncols = 4)) ||
+                                             .nparams = 8, .cols = cols, .ncols = 4)) ||
             cols[0].is_null || cols[0].i < 0)
             return -1;
-        if (cols[0].i != 0)
+        if (cols[0].i == 1)
             return 1;
+        hintless = cols[0].i == 3;
         /* The lease left was read at the statement's start: take off the
          * slice since. */
         const int64_t left_ms = cols[1].is_null ? 0 : cols[1].i - (rowlock__now_us() - sent) / 1000;
@@ -1059,7 +1072,7 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
          * that passed over it), and the holder's release will not free it.
          * Look every second, as before, for the rest of this wait. */
         const int64_t user = cols[3].is_null ? -1 : cols[3].i;
-        if (seen_user >= 0 && user == seen_user && cols[2].u != seen_token)
+        if (seen_user >= 0 && user >= 0 && user == seen_user && cols[2].u != seen_token)
             short_slices = 1;
         seen_user = user;
         seen_token = cols[2].u;
