@@ -605,7 +605,7 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t 
  *   on one server also when its lease had ended: others pass over such an
  *   entry without removing it, so whether one held the name meanwhile
  *   cannot be told (then the entry is removed, or, while another handle of
- *   the client shares it, this handle's count taken off: one or two more
+ *   the client shares it, one count taken off: one or two more
  *   round trips); ROWLOCK_EINVALID if this handle holds
  *   nothing, or (insert, optimistic) the connection is inside a
  *   transaction; ROWLOCK_EDB.

@@ -397,15 +397,16 @@ static const char SQL_WAKE_FREE[] = "/* rowlock:hold-wake-free */ SELECT RELEASE
  * slice passes (the hint held throughout), the same statement reads the
  * holder's lease left (from the statement's start: UTC_TIMESTAMP is fixed
  * then), NULL when the row is no longer held by a one-row holder, its token
- * and the session holding the hint now; g -1: GET_LOCK failed (NULL); g 3:
- * the hint was free at once (not taken), then the statement sleeps `free s`
- * before it reads the row. Params: hint, hint, free s, hint, wait s, hint,
- * name, strategy. */
+ * and the session holding the hint now; g -1: GET_LOCK failed (NULL); -2:
+ * our own session holds the hint (another handle of this client holds the
+ * row: GET_LOCK would nest and return at once); g 3: the hint was free at
+ * once (not taken), then the statement sleeps `free s` before it reads the
+ * row. Params: hint, hint, hint, free s, hint, wait s, hint, name, strategy. */
 static const char SQL_HOLD_WAIT_ROW[] =
     "/* rowlock:hold-wait-row */ SELECT w.g, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) / 1000),"
     " t.token, IS_USED_LOCK(?) "
-    "FROM (SELECT IF(IS_FREE_LOCK(?), 3 + 0 * SLEEP(?),"
-    " CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0 ELSE -1 END)"
+    "FROM (SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), -2, IF(IS_FREE_LOCK(?), 3 + 0 * SLEEP(?),"
+    " CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0 ELSE -1 END))"
     " AS g) AS w "
     "LEFT JOIN `{{table}}` t ON w.g IN (0, 3) AND t.name = ? AND t.strategy = ? AND t.owner <> ''"
     " AND t.expires_at > UTC_TIMESTAMP(6)";
@@ -1019,10 +1020,11 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
  * paused earlier holder whose session keeps it; an administrator's force
  * release): the slice then ends by the lease. When the hint's session is
  * seen keeping it across a change of holder, slices are 1 s again.
- * 1: the hint was free or freed; 0: the row changed, the deadline came or an interrupt; -1: an
+ * 1: the hint was free or freed (free at once: once per grant, *free_token);
+ * -1 also when our own session holds the hint (no wait is possible); 0: the row changed, the deadline came or an interrupt; -1: an
  * error. The caller backs off briefly in every case, as after the 1 s
  * slices before (an attempt that still finds a one-row holder cannot spin). */
-static int row_wait(rowlock_lock *l, int64_t deadline)
+static int row_wait(rowlock_lock *l, int64_t deadline, uint64_t *free_token)
 {
     rowlock_client *c = l->client;
     const rowlock__lease_lock *L = ROWLOCK__LEASE(l);
@@ -1046,7 +1048,8 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
          * never sleeps: a hint free at once then is mostly a release that
          * came between our attempt and this wait. */
         const double free_s = hintless ? (slice < 1.0 ? slice : 1.0) : 0.0;
-        rowlock__param p[8] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
+        rowlock__param p[9] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
+                                RL_STR(L->hint, L->hint_len),
                                 { ROWLOCK__T_DBL, NULL, 0, 0, 0, free_s }, RL_STR(L->hint, L->hint_len),
                                 { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice }, RL_STR(L->hint, L->hint_len),
                                 RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
@@ -1056,11 +1059,20 @@ static int row_wait(rowlock_lock *l, int64_t deadline)
         cols[2].type = ROWLOCK__T_U64;
         const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ROW, .params = p,
-                                             .nparams = 8, .cols = cols, .ncols = 4)) ||
+                                             .nparams = 9, .cols = cols, .ncols = 4)) ||
             cols[0].is_null || cols[0].i < 0)
             return -1;
         if (cols[0].i == 1)
             return 1;
+        if (cols[0].i == 3 && !cols[1].is_null && cols[2].u != *free_token) {
+            /* Free at once, the row still held: first taken as a release
+             * whose commit has not come yet (a release frees the hint in
+             * its statement, before its commit): try, as a freed hint
+             * says; the attempt waits on the row until that commit. The
+             * same grant found so again has no hint: look each second. */
+            *free_token = cols[2].u;
+            return 1;
+        }
         hintless = cols[0].i == 3;
         /* The lease left was read at the statement's start: take off the
          * slice since. */
@@ -1245,6 +1257,7 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     char gone_owner[ROWLOCK_OWNER_MAX + 1] = "";
     uint64_t gone_token = 0;
     const int64_t ttl_us = cluster ? WAITER_TTL_US : WAITER_PLACE_US;
+    uint64_t free_token = 0; /* row_wait: the one-row grant last found without its hint */
     for (;;) {
         if (wait_ms != 0 && rowlock__interrupted(c)) { /* rowlock_client_interrupt() */
             if (queued)
@@ -1345,10 +1358,24 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             continue;
         }
         int w;
-        if (!cluster && b.path == ATT_ONE_ROW)
-            w = row_wait(l, deadline);
-        else if (b.path == ATT_ONE_ROW)
-            w = wait_wake(c, ROWLOCK__LEASE(l)->hint, slice); /* the one-row holder's hint */
+        if (!cluster && b.path == ATT_ONE_ROW) {
+            /* Back off briefly before the attempt, within the deadline:
+             * after a hint freed (a release: row_wait returns 1 only on a
+             * change, once per grant when free at once) from the start
+             * again, else growing. */
+            int w1 = row_wait(l, deadline, &free_token);
+            int64_t d = rowlock__backoff_us(w1 == 1 ? 0 : (polls < 16 ? polls++ : 16), 2000, 200000,
+                                            rowlock__rand32(&c->rng));
+            if (w1 == 1)
+                polls = 0;
+            if (d > deadline - rowlock__now_us())
+                d = deadline - rowlock__now_us();
+            if (d > 0)
+                rowlock__sleep_us(d);
+            continue;
+        }
+        if (b.path == ATT_ONE_ROW)
+            w = wait_wake(c, ROWLOCK__LEASE(l)->hint, slice); /* the one-row holder's hint (a cluster) */
         else if (b.wake[0])
             w = wait_wake(c, b.wake, slice);
         else

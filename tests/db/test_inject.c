@@ -705,7 +705,7 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
     assert_msg_has(r, "held by");
     unsigned draws = rowlock__fault_fired(r, "hold-draw"), waits = rowlock__fault_fired(r, "hold-wait-row");
     print_message("  a 3.5 s wait: %u attempts, %u wait statements\n", draws, waits);
-    assert_true(draws <= 3);
+    assert_true(draws <= 4); /* the first free look is taken as a release, then one at the deadline */
     assert_true(waits >= 3 && waits <= 6);
 }
 
