@@ -322,21 +322,20 @@ static void write_params(rowlock__param *pw, const rowlock_lock *l, int mode, ui
 }
 
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
-static const char SQL_RELEASE_ONE[] =
-    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1";
-static const char SQL_RELEASE_LAST[] =
-    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1";
+#define RELEASE_ONE \
+    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1"
+#define RELEASE_LAST \
+    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
+static const char SQL_RELEASE_ONE[] = RELEASE_ONE;
+static const char SQL_RELEASE_LAST[] = RELEASE_LAST;
 /* One server: the same, only while the lease runs. An acquirer passes over
  * an entry whose lease ended without deleting it, so the entry still there
  * says nothing about whether someone else held the name meanwhile: a
  * release after the lease's end is a loss (ENOTOWNER), as a renewal then
  * is, and the entry is then cleared by the statements above. */
-static const char SQL_RELEASE_ONE_LIVE[] =
-    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1"
-    " AND expires_at > UTC_TIMESTAMP(6)";
-static const char SQL_RELEASE_LAST_LIVE[] =
-    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
-    " AND expires_at > UTC_TIMESTAMP(6)";
+#define WHILE_LIVE " AND expires_at > UTC_TIMESTAMP(6)"
+static const char SQL_RELEASE_ONE_LIVE[] = RELEASE_ONE WHILE_LIVE;
+static const char SQL_RELEASE_LAST_LIVE[] = RELEASE_LAST WHILE_LIVE;
 /* A waiter that gives up. Params: name, owner. */
 static const char SQL_FORGET[] =
     "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 0";
@@ -396,15 +395,15 @@ static const char SQL_WAKE_FREE[] = "/* rowlock:hold-wake-free */ SELECT RELEASE
 /* One server, a name held by a one-row holder: wait on its hint; when the
  * slice passes (the hint held throughout), the same statement reads the
  * holder's lease left (from the statement's start: UTC_TIMESTAMP is fixed
- * then), NULL when the row is no longer held by a one-row holder, its token
- * and the session holding the hint now; g -1: GET_LOCK failed (NULL); -2:
- * our own session holds the hint (another handle of this client holds the
- * row: GET_LOCK would nest and return at once); g 3: the hint was free at
- * once (not taken), then the statement sleeps `free s` before it reads the
- * row. Params: hint, hint, hint, free s, hint, wait s, hint, name, strategy. */
+ * then), NULL when the row is no longer held by a one-row holder, and its
+ * token; g -1: GET_LOCK failed (NULL); -2: our own session holds the hint
+ * (another handle of this client holds the row: GET_LOCK would nest and
+ * return at once); 3: the hint was free at once (not taken), then the
+ * statement sleeps `free s` before it reads the row. Params: hint, hint,
+ * free s, hint, wait s, hint, name, strategy. */
 static const char SQL_HOLD_WAIT_ROW[] =
     "/* rowlock:hold-wait-row */ SELECT w.g, FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) / 1000),"
-    " t.token, IS_USED_LOCK(?) "
+    " t.token "
     "FROM (SELECT IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), -2, IF(IS_FREE_LOCK(?), 3 + 0 * SLEEP(?),"
     " CASE IFNULL(GET_LOCK(?, ?), -1) WHEN 1 THEN 1 + 0 * IFNULL(RELEASE_LOCK(?), 0) WHEN 0 THEN 0 ELSE -1 END))"
     " AS g) AS w "
@@ -1018,20 +1017,18 @@ static int wait_wake(rowlock_client *c, const char *wake, double wait_s)
  * read at the statement's start: the slice's time is taken off). Not woken:
  * a release by a holder that does not hold the hint (a claim passed over a
  * paused earlier holder whose session keeps it; an administrator's force
- * release): the slice then ends by the lease. When the hint's session is
- * seen keeping it across a change of holder, slices are 1 s again.
- * 1: the hint was free or freed (free at once: once per grant, *free_token);
- * -1 also when our own session holds the hint (no wait is possible); 0: the row changed, the deadline came or an interrupt; -1: an
- * error. The caller backs off briefly in every case, as after the 1 s
- * slices before (an attempt that still finds a one-row holder cannot spin). */
+ * release): the slice then ends by the lease.
+ * Returns 1: the hint was freed, or found free at once (once per grant,
+ * *free_token); 0: the row changed, the deadline came, or an interrupt;
+ * -1: an error, or our own session holds the hint (no wait is possible).
+ * The caller backs off briefly in every case (an attempt that still finds
+ * a one-row holder cannot spin). */
 static int row_wait(rowlock_lock *l, int64_t deadline, uint64_t *free_token)
 {
     rowlock_client *c = l->client;
     const rowlock__lease_lock *L = ROWLOCK__LEASE(l);
     double cap = 1.0;
-    int short_slices = 0, hintless = 0;
-    uint64_t seen_token = 0;
-    int64_t seen_user = -1;
+    int hintless = 0;
     for (;;) {
         if (rowlock__interrupted(c))
             return 0;
@@ -1044,22 +1041,21 @@ static int row_wait(rowlock_lock *l, int64_t deadline, uint64_t *free_token)
          * keeps none (its session is gone: a crashed holder, whose lease
          * runs on; or it reconnected). Nothing will wake us: look again
          * each second, one statement sleeping in the server (an interrupt
-         * cuts it), instead of an attempt every 200 ms. The first look
-         * never sleeps: a hint free at once then is mostly a release that
-         * came between our attempt and this wait. */
+         * cuts it), instead of an attempt and a look ~8 times a second. The
+         * first look never sleeps: a hint free at once then is mostly a
+         * release that came between our attempt and this wait. */
         const double free_s = hintless ? (slice < 1.0 ? slice : 1.0) : 0.0;
-        rowlock__param p[9] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
-                                RL_STR(L->hint, L->hint_len),
+        rowlock__param p[8] = { RL_STR(L->hint, L->hint_len), RL_STR(L->hint, L->hint_len),
                                 { ROWLOCK__T_DBL, NULL, 0, 0, 0, free_s }, RL_STR(L->hint, L->hint_len),
                                 { ROWLOCK__T_DBL, NULL, 0, 0, 0, slice }, RL_STR(L->hint, L->hint_len),
                                 RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
-        rowlock__col cols[4];
+        rowlock__col cols[3];
         memset(cols, 0, sizeof cols);
-        cols[0].type = cols[1].type = cols[3].type = ROWLOCK__T_I64;
+        cols[0].type = cols[1].type = ROWLOCK__T_I64;
         cols[2].type = ROWLOCK__T_U64;
         const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ROW, .params = p,
-                                             .nparams = 9, .cols = cols, .ncols = 4)) ||
+                                             .nparams = 8, .cols = cols, .ncols = 3)) ||
             cols[0].is_null || cols[0].i < 0)
             return -1;
         if (cols[0].i == 1)
@@ -1079,16 +1075,7 @@ static int row_wait(rowlock_lock *l, int64_t deadline, uint64_t *free_token)
         const int64_t left_ms = cols[1].is_null ? 0 : cols[1].i - (rowlock__now_us() - sent) / 1000;
         if (left_ms <= 0 || rowlock__now_us() >= deadline)
             return 0;
-        /* The session holding the hint kept it across a change of holder:
-         * it is not the holder's (a paused earlier holder's, after a claim
-         * that passed over it), and the holder's release will not free it.
-         * Look every second, as before, for the rest of this wait. */
-        const int64_t user = cols[3].is_null ? -1 : cols[3].i;
-        if (seen_user >= 0 && user >= 0 && user == seen_user && cols[2].u != seen_token)
-            short_slices = 1;
-        seen_user = user;
-        seen_token = cols[2].u;
-        cap = short_slices ? 1.0 : (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
+        cap = (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
     }
 }
 
@@ -1392,9 +1379,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
                 rowlock__sleep_us(d);
         } else if (cluster) {
             polls = 0;
-        } else if (w < 0 || (w == 1 && b.path == ATT_ONE_ROW) || !b.wake[0]) {
-            /* An error, a free hint while the row was held (being released,
-             * or its holder's session is gone), or a busy statement: back off. */
+        } else if (w < 0 || !b.wake[0]) {
+            /* An error, or a busy statement: back off. */
             rowlock__sleep_us(rowlock__backoff_us(polls < 16 ? polls++ : 16, 2000, 200000, rowlock__rand32(&c->rng)));
         } else {
             polls = 0;
