@@ -585,7 +585,12 @@ ROWLOCK_EXTERN void rowlock_lock_free(rowlock_lock *l);
  *   ROWLOCK_EDB, ROWLOCK_ENOMEM.
  * Shared and semaphore handles (ROWLOCK_MODE_SHARED, permits): a shared
  * holder asking exclusive through another handle of the same client is
- * refused with ROWLOCK_EINVALID (no upgrade).
+ * refused with ROWLOCK_EUPGRADE (no upgrade). An exclusive holder asking
+ * shared through another handle re-enters its grant when the name has been
+ * used shared (its grant is a holders entry); when its grant is a plain
+ * one-row lock the shared acquire is refused at once with ROWLOCK_EBUSY
+ * ("this client holds it exclusively through another handle"), whatever
+ * wait_ms: waiting could only wait for the client itself.
  * Blocks at most wait_ms plus a few round trips (and the client's timeouts):
  * an uncontended insert or optimistic grant is one statement; a refusal
  * adds a read that names the holder. An insert grant on a name used shared

@@ -172,6 +172,8 @@ struct rowlock_lock {
     int found_multi;         /* out: the one-row acquire stopped (ROWLOCK_EBUSY)
                                 because the name has a multi-holder row (row.c's
                                 explaining read, the cluster rule's read) */
+    int busy_self;           /* out: that read found the row held by this
+                                client through another of its handles */
     uint64_t ticket;         /* the queue place of a wait that ended without a
                                 grant: the next waiting acquire takes it again */
     int64_t ticket_left_us;  /* when that wait ended (monotonic) */

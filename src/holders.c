@@ -105,7 +105,10 @@
  *   and renew match name, owner and the grant's token. A second grant to the
  *   same owner (another handle of the client, or the same handle again) is a
  *   re-entry of the entry (count + 1, same token); a shared holder asking
- *   exclusive is refused (no upgrade: two upgraders would deadlock). An entry
+ *   exclusive is refused (no upgrade: two upgraders would deadlock); a
+ *   shared acquire by a client holding the name as a one-row grant through
+ *   another handle is busy at once (row.c's read sets l->busy_self: a wait
+ *   would wait for itself). An entry
  *   of our owner that no handle of ours holds (a grant whose connection died
  *   after the commit) is adopted as a fresh grant of ours.
  * Fencing tokens. A grant's token is drawn under the names row's lock as
@@ -1288,6 +1291,19 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             rowlock__clear_error(c); /* turned into a multi-holder name meanwhile */
             l->multi = 1;
             continue;
+        }
+        if (b.path == ATT_ONE_ROW && l->busy_self) {
+            /* Held by this client through another handle (a plain
+             * exclusive grant): refused at once, as an upgrade is (the
+             * message says so); a wait could only end at the deadline,
+             * polling the client's own row (24 attempts in 2.5 s). */
+            l->busy_self = 0;
+            if (queued) {
+                memcpy(b.why, c->errmsg, sizeof b.why);
+                forget(l);
+                memcpy(c->errmsg, b.why, sizeof c->errmsg);
+            }
+            return ROWLOCK_EBUSY;
         }
         if (b.path == ATT_QUEUED) {
             queued = 1;

@@ -138,6 +138,17 @@ int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
         l->found_multi = 1; /* a multi-holder name (holders.c): the one-row path stops here */
         return ROWLOCK_EBUSY;
     }
+    l->busy_self = 0;
+    if (info.exists && info.held && strcmp(info.owner, l->client->owner) == 0 && rowlock__lease_client_holds(l)) {
+        /* Another handle of this client holds it (a shared acquire after an
+         * exclusive one-row grant): a wait would only wait for ourselves. */
+        l->busy_self = 1;
+        return rowlock__fail(l->client, ROWLOCK_EBUSY,
+                             "acquire %s (%s, %s): this client holds it exclusively through another handle "
+                             "(for another %lld ms); release that first",
+                             l->shown, l->ops->name, l->mode == ROWLOCK_MODE_SHARED ? "shared" : "exclusive",
+                             (long long)info.expires_in_ms);
+    }
     if (info.exists && info.held && info.owner[0]) {
         char owner[4 * ROWLOCK_OWNER_MAX + 8]; /* written by another client: escaped */
         rowlock_escape(owner, sizeof owner, info.owner, strlen(info.owner));

@@ -710,6 +710,37 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
 }
 
 /*
+ * A shared acquire by the client that holds the name as a plain one-row
+ * (exclusive) lock through another handle is refused at once: a wait could
+ * only wait for the client itself (before: until the deadline, 24 attempts
+ * in 2.5 s, "held by" its own owner). Once that handle lets go, the shared
+ * acquire is granted.
+ */
+static void test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once(void **state)
+{
+    (void)state;
+    rowlock_client *h = C();
+    rowlock_lock *lx = tu_lock(h, "x-rowwait-self", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *ls = sem_handle(h, "x-rowwait-self", 0);
+    assert_rc(rowlock_acquire(lx, 0, 60000), 0, h);
+    arm(h, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
+    arm(h, "hold-wait-row", 0, ROWLOCK__FAULT_STALL, 0);
+    const int64_t t0 = rowlock__now_us();
+    assert_int_equal(rowlock_acquire(ls, 2500, 60000), ROWLOCK_EBUSY);
+    const int64_t took_ms = (rowlock__now_us() - t0) / 1000;
+    unsigned draws = rowlock__fault_fired(h, "hold-draw"), waits = rowlock__fault_fired(h, "hold-wait-row");
+    print_message("  refused after %lld ms: %u attempts, %u wait statements\n", (long long)took_ms, draws, waits);
+    assert_msg_has(h, "this client holds it exclusively through another handle");
+    assert_true(took_ms < 1000);
+    assert_int_equal(draws, 1);
+    assert_int_equal(waits, 0);
+    assert_int_equal(rowlock_lock_held(lx), 1); /* untouched */
+    assert_rc(rowlock_release(lx), 0, h);
+    assert_rc(rowlock_acquire(ls, 2500, 60000), 0, h);
+    assert_rc(rowlock_release(ls), 0, h);
+}
+
+/*
  * A release hands the lock to the waiter heading the queue, but the waiter
  * never learns it from its head-wait statement (it fails every time): it
  * polls, its claim is denied (the row is its owner's, not free), and the
@@ -1131,6 +1162,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt),
         FT(test_acquire__a_reader_waits_for_a_one_row_holder_without_attempts),
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
+        FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
