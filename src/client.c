@@ -285,6 +285,7 @@ ROWLOCK_EXTERN int rowlock_client_wrap(rowlock_client *c, void *mysql, const row
     c->flags = o ? o->flags : 0;
     c->mysql = mysql;
     c->owns_mysql = 0;
+    c->nonblock = 0; /* the application's connection: its options stay as they are */
     c->connected = 1;
     c->session_gen++;
     if ((rc = rowlock__db_server_check(c, "wrap"))) {

@@ -38,6 +38,10 @@ struct rowlock_client {
      * others read `connected` and `owns_mysql`. */
     void *mysql;         /* MYSQL * */
     int owns_mysql;
+    int nonblock;        /* the connection was opened with MYSQL_OPT_NONBLOCK
+                            (db_connect.c; not a wrapped application's):
+                            statements that wait in the server run through
+                            the non-blocking API (db_stmt.c) */
     int connected;
     unsigned int flags;
     char table[ROWLOCK_TABLE_MAX + 1];

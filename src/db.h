@@ -92,6 +92,11 @@ typedef struct rowlock__stmt {
     int (*row_fn)(void *arg); /* may be NULL; non-zero stops the rows and is returned */
     void *arg;
     rowlock__res *res;        /* may be NULL */
+    double wait_s;            /* how long the statement may wait in the server
+                                 (GET_LOCK, SLEEP): on a connection opened
+                                 non-blocking (c->nonblock) the client's read
+                                 timeout then counts from the end of that wait
+                                 (db_stmt.c), so the wait may be longer */
 } rowlock__stmt;
 #define RL_STMT(...) (&(const rowlock__stmt){ __VA_ARGS__ })
 int rowlock__db_run(rowlock_client *c, const rowlock__stmt *s);

@@ -87,8 +87,10 @@ void rowlock__db_close(rowlock_client *c)
     rowlock__db_drop_statements(c);
     if (c->mysql && c->owns_mysql)
         mysql_close(MYSQLP(c));
-    if (c->owns_mysql)
+    if (c->owns_mysql) {
         c->mysql = NULL;
+        c->nonblock = 0;
+    }
     c->connected = 0;
     if (c->session_ended)
         c->session_ended(c); /* what the session held is gone (strategy.c's hook) */
@@ -254,12 +256,22 @@ static const char *file_password(const rowlock_client *c)
 /* A new MYSQL handle with the client's options, connected to host/port
  * (NULL/0: the option files' or libmysqlclient's defaults). 0, or an error
  * captured in the client (*m is NULL then). */
-static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQL **out)
+static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQL **out, int *nonblock)
 {
     *out = NULL;
     MYSQL *m = mysql_init(NULL);
     if (m == NULL)
         return rowlock__fail(c, ROWLOCK_ENOMEM, "connect: out of memory");
+    /* With a read timeout: blocking calls work as before on such a
+     * connection, and the non-blocking ones let a statement that waits in
+     * the server (a queue slice) wait longer than the read timeout, which
+     * then counts from the wait's end (db_stmt.c). Not without one (nothing
+     * to gain; the context costs ~12 KB per connection, measured). */
+    *nonblock = 0;
+#ifdef MARIADB_PACKAGE_VERSION_ID
+    if (c->read_timeout_ms > 0)
+        *nonblock = mysql_options(m, MYSQL_OPT_NONBLOCK, 0) == 0;
+#endif
     unsigned int ct = c->connect_timeout_ms ? (c->connect_timeout_ms + 999) / 1000 : 10;
     mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
     if (c->read_timeout_ms) {
@@ -403,11 +415,12 @@ static int connect_locked(rowlock_client *c)
 {
     rowlock__db_close(c);
     c->mysql = NULL;
+    c->nonblock = 0;
     c->owns_mysql = 1;
     MYSQL *m = NULL;
-    int rc;
+    int rc, nonblock = 0;
     if (c->host == NULL || strchr(c->host, ',') == NULL) {
-        rc = open_one(c, c->host, c->port, &m);
+        rc = open_one(c, c->host, c->port, &m, &nonblock);
     } else {
         /* Failover: the hosts in order, at every (re)connect; the first that
          * answers and, on Galera, is ready, wins. */
@@ -417,7 +430,7 @@ static int connect_locked(rowlock_client *c)
         size_t tl = 0;
         rc = rowlock__fail(c, ROWLOCK_EINVALID, "connect: empty host list");
         while ((p = rowlock__db_next_host(p, host, sizeof host, &port)) != NULL) {
-            rc = open_one(c, host, port ? port : c->port, &m);
+            rc = open_one(c, host, port ? port : c->port, &m, &nonblock);
             if (rc == 0 && node_ready(m))
                 break;
             int not_ready = rc == 0;
@@ -450,6 +463,7 @@ static int connect_locked(rowlock_client *c)
     if (rc)
         return rc;
     c->mysql = m;
+    c->nonblock = nonblock;
     c->connected = 1;
     c->session_gen++; /* a new session: epoch.c checks it again before a grant */
     c->conn_pid = (long)getpid();

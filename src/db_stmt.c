@@ -18,10 +18,102 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <errmsg.h>
 #include <mysql.h>
 
 #define MYSQLP(c) ((MYSQL *)(c)->mysql)
+
+#ifdef MARIADB_PACKAGE_VERSION_ID
+/*
+ * A statement that waits in the server (s->wait_s: a queue slice, GET_LOCK
+ * or SLEEP) on a connection opened non-blocking runs through Connector/C's
+ * non-blocking calls, and this poll decides when a read has waited too
+ * long: the read timeout counted from the end of the server-side wait. A
+ * blocking call counts the read timeout from the request, so a slice could
+ * not be longer than it (`rowlock run` has a read timeout of half its
+ * lease: 14 s slices, twice the statements of the library's 30 s ones).
+ * The events for the _cont call. At the deadline the socket is shut down
+ * and the call told of a timeout as well: over TLS, Connector/C's read
+ * does not look at MYSQL_WAIT_TIMEOUT (it reads again, and would wait one
+ * more read timeout per turn for ever against a server that stopped
+ * answering; found by review), while a read from a shut socket fails on
+ * every path: the statement ends with "lost connection" as a timed-out
+ * blocking read does, and the next statement reconnects. An interrupt
+ * (rowlock_client_interrupt shuts the socket down) makes it readable.
+ */
+static int await_io(MYSQL *m, int status, int64_t deadline)
+{
+    for (;;) {
+        if (deadline - rowlock__now_us() <= 0) {
+            (void)shutdown((int)mysql_get_socket(m), SHUT_RDWR);
+            return MYSQL_WAIT_TIMEOUT | (status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT));
+        }
+        struct pollfd p = { .fd = (int)mysql_get_socket(m), .events = 0, .revents = 0 };
+        if (status & MYSQL_WAIT_READ)
+            p.events |= POLLIN;
+        if (status & MYSQL_WAIT_WRITE)
+            p.events |= POLLOUT;
+        if (status & MYSQL_WAIT_EXCEPT)
+            p.events |= POLLPRI;
+        const int64_t left = deadline - rowlock__now_us();
+        if (left <= 0)
+            continue; /* the deadline, above */
+        const int ms = left / 1000 + 1 > INT_MAX ? INT_MAX : (int)(left / 1000 + 1);
+        const int r = poll(&p, 1, ms);
+        if (r < 0 && errno != EINTR)
+            deadline = 0; /* poll itself failed: end the statement (above) */
+        if (r <= 0)
+            continue;
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+            return status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT); /* the call sees the end */
+        int ev = 0;
+        if (p.revents & POLLIN)
+            ev |= MYSQL_WAIT_READ;
+        if (p.revents & POLLOUT)
+            ev |= MYSQL_WAIT_WRITE;
+        if (p.revents & POLLPRI)
+            ev |= MYSQL_WAIT_EXCEPT;
+        if (ev)
+            return ev;
+    }
+}
+
+/* mysql_stmt_execute, and the whole result read into the client (the
+ * server's wait may come before the metadata or before the first row),
+ * within wait_s plus the read timeout. 0, or non-zero as
+ * mysql_stmt_execute (the error is on the statement or the connection). */
+static int execute_waiting(rowlock_client *c, MYSQL_STMT *st, double wait_s)
+{
+    MYSQL *m = MYSQLP(c);
+    const int64_t deadline = rowlock__now_us() + (int64_t)(wait_s * 1e6) + (int64_t)c->read_timeout_ms * 1000;
+    int err = 0;
+    int status = mysql_stmt_execute_start(&err, st);
+    while (status)
+        status = mysql_stmt_execute_cont(&err, st, await_io(m, status, deadline));
+    if (err || mysql_stmt_field_count(st) == 0)
+        return err;
+    status = mysql_stmt_store_result_start(&err, st);
+    while (status)
+        status = mysql_stmt_store_result_cont(&err, st, await_io(m, status, deadline));
+    return err;
+}
+#endif
+
+/* The statement's execution: blocking, or, for one that waits in the
+ * server longer than the read timeout allows, through execute_waiting. */
+static int execute(rowlock_client *c, MYSQL_STMT *st, const rowlock__stmt *s)
+{
+#ifdef MARIADB_PACKAGE_VERSION_ID
+    if (s->wait_s > 0 && c->nonblock && c->read_timeout_ms > 0)
+        return execute_waiting(c, st, s->wait_s);
+#endif
+    return mysql_stmt_execute(st);
+}
 
 /* A statement's error; libmariadb keeps an error that arrives while a result
  * is fetched (e.g. Galera aborting a reader: 1213) on the connection, not on
@@ -218,7 +310,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
         return capture_stmt(c, what, st);
 
     int drop_after = 0;
-    if ((rc = rowlock__fault_before(c, what, tmpl, &drop_after)) != 0 || mysql_stmt_execute(st) ||
+    if ((rc = rowlock__fault_before(c, what, tmpl, &drop_after)) != 0 || execute(c, st, s) ||
         (drop_after && (rc = rowlock__fault_after(c, what)) != 0)) {
         if (rc == 0)
             rc = capture_stmt(c, what, st);

@@ -1058,7 +1058,7 @@ static int row_wait(rowlock_lock *l, int64_t deadline, uint64_t *free_token)
         cols[2].type = ROWLOCK__T_U64;
         const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ROW, .params = p,
-                                             .nparams = 8, .cols = cols, .ncols = 3)) ||
+                                             .nparams = 8, .cols = cols, .ncols = 3, .wait_s = slice)) ||
             cols[0].is_null || cols[0].i < 0)
             return -1;
         if (cols[0].i == 1)
@@ -1130,7 +1130,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
         cols[2].type = ROWLOCK__T_U64;
         const int64_t sent = rowlock__now_us();
         if (rowlock__db_run_quiet(c, RL_STMT(.what = "acquire: wait", .tmpl = SQL_HOLD_WAIT_ENTRY, .params = p,
-                                             .nparams = 11, .cols = cols, .ncols = 7)) ||
+                                             .nparams = 11, .cols = cols, .ncols = 7, .wait_s = slice)) ||
             cols[0].is_null) {
             /* The statement failed before letting our awake lock go (a
              * deadlock the server saw, a lost connection): let it go. */

@@ -155,7 +155,7 @@ static int queue_wait(rowlock_lock *l, double wait_s)
                             { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s }, RL_STR(l->name, l->name_len) };
     rowlock__col cols[2] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_I64 } };
     int rc = rowlock__db_run_quiet(l->client, RL_STMT(.what = "queue wait", .tmpl = SQL_QUEUE_WAIT, .params = p,
-                                                      .nparams = 4, .cols = cols, .ncols = 2));
+                                                      .nparams = 4, .cols = cols, .ncols = 2, .wait_s = wait_s));
     if (rc || cols[0].is_null)
         return -1;
     if (cols[0].i != 0)
@@ -318,15 +318,18 @@ static double slice_s(int64_t deadline)
  * statement each (SQL_QUEUE_WAIT); the head alone looks at the row in 1 s
  * slices. After a slice it tries the row ungated only if the row looks
  * free (a head stuck in a paused process delays those behind it by at most
- * this much: a hand-off to such a head costs a lease anyway). Not
- * longer than the client's read timeout allows (a wait the client library
- * cut would cost a reconnect). */
+ * this much: a hand-off to such a head costs a lease anyway). On a
+ * connection rowlock opened (c->nonblock) the statement runs with its
+ * slice as its wait (rowlock__stmt.wait_s): the read timeout counts from
+ * the slice's end. Otherwise (an application's wrapped connection, a
+ * client library without the non-blocking API) not longer than the read
+ * timeout allows (a wait the client library cut would cost a reconnect). */
 #define QUEUE_SLICE_MAX_S 30.0
 
 double rowlock__queue_slice_s(const rowlock_client *c, int64_t deadline)
 {
     double cap = QUEUE_SLICE_MAX_S;
-    if (c->read_timeout_ms > 0) {
+    if (c->read_timeout_ms > 0 && !c->nonblock) {
         /* the client library rounds the read timeout up to whole seconds */
         double rt = (double)((c->read_timeout_ms + 999) / 1000) - 1.0;
         if (rt < cap)

@@ -709,6 +709,71 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
     assert_true(waits >= 3 && waits <= 6);
 }
 
+/* A client whose every read times out after rt_ms (as `rowlock run`'s:
+ * half its lease). */
+static rowlock_client *client_rt(unsigned int rt_ms)
+{
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    o.defaults_file = tu_defaults_file();
+    o.table = TABLE;
+    o.read_timeout_ms = rt_ms;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    return c;
+}
+
+/*
+ * A waiter whose connection has a read timeout waits in slices longer than
+ * it: the wait statements run non-blocking and the read timeout counts from
+ * the end of the server-side wait. Before, slices were the read timeout
+ * less 1 s (`rowlock run`, 30 s lease: 14 s slices, twice the statements of
+ * the library's 30 s). Behind an exclusive queue's head, and a reader
+ * behind a one-row writer, each with a 2 s read timeout and a 5.5 s wait:
+ * planted "slices capped by the read timeout": 6 statements behind the
+ * head, fails. The session survives the long waits (planted "long slices,
+ * blocking reads": the read is cut, a reconnect, fails).
+ */
+static void test_acquire__waits_are_not_cut_into_read_timeout_slices(void **state)
+{
+    (void)state;
+    rowlock_client *h = C(), *q = C(), *w = client_rt(2000);
+    rowlock_lock *lh = tu_lock(h, "x-rt", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lq = tu_lock(q, "x-rt", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lw = tu_lock(w, "x-rt", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
+    silent_arg sa = { lq, 15000, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
+    tu_sleep_ms(500); /* q heads the queue */
+    arm(w, "queue-wait", 0, ROWLOCK__FAULT_STALL, 0);
+    const unsigned long session = rowlock__db_thread_id(w);
+    const int rw = rowlock_acquire(lw, 5500, 60000);
+    const unsigned long session_after = rowlock__db_thread_id(w);
+    unsigned waits = rowlock__fault_fired(w, "queue-wait");
+    const int rh = rowlock_release(lh);
+    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: q's thread uses its client */
+    print_message("  behind the head, a 5.5 s wait with a 2 s read timeout: %u wait statements\n", waits);
+    assert_rc(rw, ROWLOCK_EBUSY, w);
+    assert_int_equal(session_after, session); /* no read was cut (a reconnect) */
+    assert_true(waits >= 1 && waits <= 2);
+    assert_rc(rh, 0, h);
+    assert_rc(sa.rc, 0, q);
+
+    /* A reader behind a one-row writer (q holds x-rt now). */
+    rowlock_lock *lr = sem_handle(w, "x-rt", 0);
+    arm(w, "hold-wait-row", 0, ROWLOCK__FAULT_STALL, 0);
+    assert_rc(rowlock_acquire(lr, 5500, 60000), ROWLOCK_EBUSY, w);
+    assert_int_equal(rowlock__db_thread_id(w), session);
+    waits = rowlock__fault_fired(w, "hold-wait-row");
+    print_message("  a reader's 5.5 s wait with a 2 s read timeout: %u wait statements\n", waits);
+    assert_true(waits >= 1 && waits <= 3); /* the first slice is 1 s (the lease is not known yet) */
+    assert_rc(rowlock_release(lq), 0, q);
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w); /* the same connection, still usable */
+    assert_rc(rowlock_release(lw), 0, w);
+}
+
 /*
  * A shared acquire by the client that holds the name as a plain one-row
  * (exclusive) lock through another handle is refused at once: a wait could
@@ -1163,6 +1228,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_reader_waits_for_a_one_row_holder_without_attempts),
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
+        FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
         FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
