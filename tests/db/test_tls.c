@@ -226,7 +226,8 @@ static void test_tls__required_fails_against_a_server_without_tls(void **state)
 }
 
 /* A client of the TLS server (REQUIRED) for the table t_tls_wait, with a
- * read timeout (0: none); the first one migrates the table. */
+ * read timeout (0: none) and a 2 s connect timeout; the first one
+ * migrates the table. */
 static rowlock_client *wait_client(const char *cnf, unsigned int rt_ms, int migrate)
 {
     rowlock_client *c = NULL;
@@ -237,6 +238,7 @@ static rowlock_client *wait_client(const char *cnf, unsigned int rt_ms, int migr
     o.table = "t_tls_wait";
     o.tls_mode = ROWLOCK_TLS_REQUIRED;
     o.read_timeout_ms = rt_ms;
+    o.connect_timeout_ms = 2000;
     if (migrate) {
         o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
         assert_rc(rowlock_client_connect(c, &o), 0, c);
@@ -259,45 +261,79 @@ static void *waiter(void *arg)
     return NULL;
 }
 
+/* A queue on one name of the TLS server: h holds it, q waits for it in a
+ * thread (heading the queue), and w, with a read timeout, is ready to
+ * wait behind q (one statement per slice). */
+typedef struct queue3 {
+    rowlock_client *h, *q, *w;
+    rowlock_lock *lh, *lq, *lw;
+    pthread_t t;
+    waiter_arg qa;
+    int rh, rq; /* h's release, q's release once granted */
+} queue3;
+
+static void queue3_start(queue3 *s, const char *name, unsigned int rt_ms)
+{
+    char cnf[64];
+    write_cnf(cnf, sizeof cnf, NULL, "");
+    s->h = wait_client(cnf, 0, 1);
+    s->q = wait_client(cnf, 0, 0);
+    s->w = wait_client(cnf, rt_ms, 0);
+    unlink(cnf);
+    s->lh = s->lq = s->lw = NULL;
+    assert_rc(rowlock_lock_new(&s->lh, s->h, name, NULL), 0, s->h);
+    assert_rc(rowlock_lock_new(&s->lq, s->q, name, NULL), 0, s->q);
+    assert_rc(rowlock_lock_new(&s->lw, s->w, name, NULL), 0, s->w);
+    assert_rc(rowlock_acquire(s->lh, 0, 60000), 0, s->h);
+    s->qa = (waiter_arg){ s->lq, -1 };
+    assert_int_equal(pthread_create(&s->t, NULL, waiter, &s->qa), 0);
+    usleep(500000); /* q heads the queue */
+}
+
+/* h lets go, q's thread is joined (before any assertion: the thread uses
+ * its client), and q, granted, lets go. */
+static void queue3_release(queue3 *s)
+{
+    s->rh = rowlock_release(s->lh);
+    assert_int_equal(pthread_join(s->t, NULL), 0);
+    s->rq = s->qa.rc == 0 ? rowlock_release(s->lq) : s->qa.rc;
+}
+
+/* Both releases worked (q was granted); h's and q's handles are freed
+ * (w's stays the caller's). */
+static void queue3_end(queue3 *s)
+{
+    assert_rc(s->rh, 0, s->h);
+    assert_rc(s->qa.rc, 0, s->q);
+    assert_rc(s->rq, 0, s->q);
+    rowlock_lock_free(s->lh);
+    rowlock_lock_free(s->lq);
+}
+
 /*
  * A wait longer than the client's read timeout, over TLS: wait statements
  * run through Connector/C's non-blocking calls (the read timeout counts
  * from the end of the server-side wait), and OpenSSL may hold bytes the
  * socket no longer shows. A waiter behind the queue's head, 2 s read
  * timeout, 5.5 s wait: busy at its deadline, on the same session (a cut
- * read would reconnect: a new TLS handshake), then granted.
+ * read would reconnect: a new TLS handshake; planted "blocking reads":
+ * 7 handshakes where 6 were, fails), then granted.
  */
 static void test_tls__a_wait_longer_than_the_read_timeout(void **state)
 {
     (void)state;
-    char cnf[64];
-    write_cnf(cnf, sizeof cnf, NULL, "");
-    rowlock_client *h = wait_client(cnf, 0, 1), *q = wait_client(cnf, 0, 0), *w = wait_client(cnf, 2000, 0);
-    unlink(cnf);
-    rowlock_lock *lh = NULL, *lq = NULL, *lw = NULL;
-    assert_rc(rowlock_lock_new(&lh, h, "tw", NULL), 0, h);
-    assert_rc(rowlock_lock_new(&lq, q, "tw", NULL), 0, q);
-    assert_rc(rowlock_lock_new(&lw, w, "tw", NULL), 0, w);
-    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
-    waiter_arg qa = { lq, -1 };
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, waiter, &qa), 0);
-    usleep(500000); /* q heads the queue: w waits behind it */
+    queue3 s;
+    queue3_start(&s, "tw", 2000);
     const long long before = ssl_accepts();
-    const int rw = rowlock_acquire(lw, 5500, 60000);
+    const int rw = rowlock_acquire(s.lw, 5500, 60000);
     const long long after = ssl_accepts();
-    const int rh = rowlock_release(lh);
-    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: q's thread uses its client */
-    assert_rc(rw, ROWLOCK_EBUSY, w);
+    queue3_release(&s);
+    assert_rc(rw, ROWLOCK_EBUSY, s.w);
     assert_int_equal(after, before); /* no reconnect */
-    assert_rc(rh, 0, h);
-    assert_rc(qa.rc, 0, q);
-    assert_rc(rowlock_release(lq), 0, q);
-    assert_rc(rowlock_acquire(lw, 5000, 60000), 0, w);
-    assert_rc(rowlock_release(lw), 0, w);
-    rowlock_lock_free(lh);
-    rowlock_lock_free(lq);
-    rowlock_lock_free(lw);
+    queue3_end(&s);
+    assert_rc(rowlock_acquire(s.lw, 5000, 60000), 0, s.w);
+    assert_rc(rowlock_release(s.lw), 0, s.w);
+    rowlock_lock_free(s.lw);
 }
 
 /* The TLS server's pid (its sandbox's pid file). */
@@ -339,51 +375,27 @@ static void *stopper(void *arg)
 static void test_tls__a_wait_ends_when_the_server_stops_answering(void **state)
 {
     (void)state;
-    char cnf[64];
-    write_cnf(cnf, sizeof cnf, NULL, "");
-    rowlock_client *h = wait_client(cnf, 0, 1), *q = wait_client(cnf, 0, 0), *w = NULL;
-    assert_int_equal(rowlock_client_new(&w), 0);
-    tu_register_client(w);
-    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
-    o.defaults_file = cnf;
-    o.table = "t_tls_wait";
-    o.tls_mode = ROWLOCK_TLS_REQUIRED;
-    o.read_timeout_ms = 2000;
-    o.connect_timeout_ms = 2000;
-    assert_rc(rowlock_client_connect(w, &o), 0, w);
-    unlink(cnf);
-    rowlock_lock *lh = NULL, *lq = NULL, *lw = NULL;
-    assert_rc(rowlock_lock_new(&lh, h, "tw-stop", NULL), 0, h);
-    assert_rc(rowlock_lock_new(&lq, q, "tw-stop", NULL), 0, q);
-    assert_rc(rowlock_lock_new(&lw, w, "tw-stop", NULL), 0, w);
-    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
-    waiter_arg qa = { lq, -1 };
-    pthread_t t, ts;
-    assert_int_equal(pthread_create(&t, NULL, waiter, &qa), 0);
-    usleep(500000); /* q heads the queue: w waits behind it, in one statement */
+    queue3 s;
+    queue3_start(&s, "tw-stop", 2000);
     stopper_arg sa = { server_pid(), 1000 };
+    pthread_t ts;
     assert_int_equal(pthread_create(&ts, NULL, stopper, &sa), 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const int rw = rowlock_acquire(lw, 3000, 60000);
+    const int rw = rowlock_acquire(s.lw, 3000, 60000);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_int_equal(pthread_join(ts, NULL), 0);
     kill(sa.pid, SIGCONT);
     const double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    const int rh = rowlock_release(lh);
-    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: q's thread uses its client */
-    print_message("  the wait ended after %.1f s: %s\n", took, rowlock_client_errmsg(w));
+    queue3_release(&s);
+    print_message("  the wait ended after %.1f s: %s\n", took, rowlock_client_errmsg(s.w));
     assert_true(rw == ROWLOCK_EDB || rw == ROWLOCK_EBUSY);
     /* 3 s wait + 2 s read timeout, then the reconnects the acquire tries
      * against the stopped server (2 s connect timeout, a handshake read):
      * 13 s seen; planted "no shutdown at the deadline": never returns. */
     assert_true(took < 30.0);
-    assert_rc(rh, 0, h);
-    assert_rc(qa.rc, 0, q);
-    assert_rc(rowlock_release(lq), 0, q);
-    rowlock_lock_free(lh);
-    rowlock_lock_free(lq);
-    rowlock_lock_free(lw);
+    queue3_end(&s);
+    rowlock_lock_free(s.lw);
 }
 
 int main(int argc, char **argv)
