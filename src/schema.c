@@ -325,9 +325,11 @@ ROWLOCK_EXTERN int rowlock_schema_migrate(rowlock_client *c, unsigned int flags,
     snprintf(lockname, sizeof lockname, "rowlock.migrate.%s", c->table);
     rowlock__param pl = RL_STR(lockname, strlen(lockname));
     rowlock__col got = { .type = ROWLOCK__T_I64 };
-    rowlock__res res;
+    /* Up to 60 s in the server: with a shorter read timeout, the read
+     * timeout counts from the end of that wait (db_stmt.c), as for the lock
+     * waits; before, such a client lost its connection here. */
     if ((rc = rowlock__db_run(c, RL_STMT(.what = "migrate: lock", .tmpl = SQL_MIGRATE_LOCK, .params = &pl,
-                                         .nparams = 1, .cols = &got, .ncols = 1, .res = &res))))
+                                         .nparams = 1, .cols = &got, .ncols = 1, .wait_s = 60))))
         return rc;
     if (got.is_null || got.i != 1)
         return rowlock__fail(c, ROWLOCK_EDB, "migrate: another migration of `%s` held its lock for 60 s", c->table);

@@ -266,6 +266,60 @@ static void test_migrate__is_idempotent(void **state)
     }
 }
 
+typedef struct named_lock_arg {
+    const char *name;
+    int seconds;
+    long long got;
+} named_lock_arg;
+
+/* Holds the named lock a->name for a->seconds on a connection of its own. */
+static void *hold_named_lock(void *arg)
+{
+    named_lock_arg *a = arg;
+    int ok = 0;
+    a->got = tu_sql_int(NULL, &ok, "SELECT GET_LOCK('%s', 0) + 0 * SLEEP(%d)", a->name, a->seconds);
+    if (!ok)
+        a->got = -1;
+    return NULL;
+}
+
+/*
+ * A migration waits for another migration's lock (GET_LOCK, up to 60 s) in
+ * one statement. A client with a shorter read timeout had that read cut
+ * (a lost connection: "migrate: lock" failed); it now waits as the lock
+ * waits do (the read timeout counts from the end of the server-side wait).
+ * Another session holds the migration lock for 4 s; the client's read
+ * timeout is 2 s. Planted "the wait not marked": ROWLOCK_EDB, fails.
+ */
+static void test_migrate__waits_for_another_migration_longer_than_the_read_timeout(void **state)
+{
+    (void)state;
+    drop_table("t_client_mig_rt");
+    named_lock_arg a = { "rowlock.migrate.t_client_mig_rt", 4, 0 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_named_lock, &a), 0);
+    usleep(500000);
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    rowlock_client *c = NULL;
+    assert_int_equal(rowlock_client_new(&c), 0);
+    tu_register_client(c);
+    o.defaults_file = tu_defaults_file_or_null();
+    o.table = "t_client_mig_rt";
+    o.flags = ROWLOCK_CLIENT_SKIP_SCHEMA_CHECK;
+    o.read_timeout_ms = 2000;
+    assert_rc(rowlock_client_connect(c, &o), 0, c);
+    int from = -1, to = -1;
+    const int64_t t0 = tu_now_us();
+    const int rc = rowlock_schema_migrate(c, 0, &from, &to);
+    const int64_t took = (tu_now_us() - t0) / 1000;
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(a.got, 1);
+    assert_rc(rc, 0, c);
+    assert_int_equal(from, 0);
+    assert_int_equal(to, rowlock_schema_version_expected());
+    assert_true(took >= 2500); /* it did wait for the other's lock */
+}
+
 typedef struct migrate_shared {
     int rc[2], from[2], to[2];
     char msg[2][512];
@@ -983,6 +1037,7 @@ int main(int argc, char **argv)
         TU_TEST(test_schema__a_missing_table_is_eschema_naming_the_versions),
         TU_TEST(test_migrate__is_idempotent),
         TU_TEST(test_migrate__two_processes_at_once_on_a_fresh_table),
+        TU_TEST(test_migrate__waits_for_another_migration_longer_than_the_read_timeout),
         TU_TEST(test_schema__newer_than_the_library_is_eschema),
         TU_TEST(test_optfile__client_settings_and_rowlock_table_are_used),
         TU_TEST(test_optfile__a_bad_table_in_the_file_is_einvalid),
