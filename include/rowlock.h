@@ -318,7 +318,9 @@ typedef struct rowlock_client_options {
                                       not rowlock_schema nor ending in _queue, _token, _floor, _hold or _fence */
     unsigned int connect_timeout_ms;  /**< default 10000 */
     unsigned int read_timeout_ms;     /**< default 0: libmysqlclient's default; lock waits are
-                                           never cut by it (waits are bounded by the server) */
+                                           never cut by it: a statement that waits in the server
+                                           gets the read timeout after the end of its wait (the
+                                           connection is opened non-blocking for it, ~12 KB) */
     unsigned int write_timeout_ms;    /**< default 0: libmysqlclient's default */
     rowlock_tls_mode tls_mode;
     const char *tls_ca;          /**< CA file for VERIFY_CA / VERIFY_IDENTITY */

@@ -775,6 +775,37 @@ static void test_acquire__waits_are_not_cut_into_read_timeout_slices(void **stat
 }
 
 /*
+ * A for-update wait is one statement (a row lock wait in the server): a
+ * client with a read timeout shorter than the wait had it cut, reconnected
+ * and waited again at the back of InnoDB's queue, though rowlock.h says
+ * lock waits are never cut by the read timeout. A 4 s wait with a 2 s read
+ * timeout: busy at its deadline, on the same session; then a wait the
+ * holder's release ends after 3 s: granted, same session. Planted "the
+ * wait not marked": another session after the first wait, fails.
+ */
+static void test_acquire__a_for_update_wait_is_not_cut_by_the_read_timeout(void **state)
+{
+    (void)state;
+    rowlock_client *h = C(), *w = client_rt(2000);
+    rowlock_lock *lh = tu_lock(h, "x-fu-rt", ROWLOCK_STRATEGY_FOR_UPDATE);
+    rowlock_lock *lw = tu_lock(w, "x-fu-rt", ROWLOCK_STRATEGY_FOR_UPDATE);
+    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
+    const unsigned long session = rowlock__db_thread_id(w);
+    assert_rc(rowlock_acquire(lw, 4000, 60000), ROWLOCK_EBUSY, w);
+    assert_int_equal(rowlock__db_thread_id(w), session);
+    silent_arg sa = { lw, 10000, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
+    tu_sleep_ms(3000);
+    const int rh = rowlock_release(lh);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_rc(rh, 0, h);
+    assert_rc(sa.rc, 0, w);
+    assert_int_equal(rowlock__db_thread_id(w), session);
+    assert_rc(rowlock_release(lw), 0, w);
+}
+
+/*
  * A shared acquire by the client that holds the name as a plain one-row
  * (exclusive) lock through another handle is refused at once: a wait could
  * only wait for the client itself (before: until the deadline, 24 attempts
@@ -1229,6 +1260,7 @@ int main(int argc, char **argv)
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
+        FT(test_acquire__a_for_update_wait_is_not_cut_by_the_read_timeout),
         FT(test_acquire__a_late_claim_of_ours_is_adopted_not_re_entered),
     FT(test_acquire__a_hand_off_the_head_did_not_see_is_taken_by_its_next_claim),
     FT(test_acquire__an_adopted_grant_gets_the_lease_its_acquire_asked_for),
