@@ -238,9 +238,9 @@ static int fu_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms)
          * counts from the end of the server's wait (db_stmt.c), so a wait
          * longer than the read timeout is not cut (a reconnect, the place
          * in InnoDB's queue lost). The server ends it by max_statement_time
-         * (whole seconds of lock wait, rounded up: + 1 s); for ever: a
-         * year-long lock wait. */
-        const double wait_s = wait_ms == 0 ? 0 : variant ? (double)variant / 1e3 + 1.0 : 366.0 * 86400.0;
+         * (whole seconds of lock wait, rounded up: + 1 s); for ever: by
+         * LOCK_FOREVER's innodb_lock_wait_timeout. */
+        const double wait_s = wait_ms == 0 ? 0 : variant ? (double)variant / 1e3 + 1.0 : 100000000.0 + 1.0;
         rc = rowlock__db_run(c, RL_STMT(.what = "acquire (for-update)", .tmpl = sql, .variant = variant,
                                         .params = &p, .nparams = 1, .cols = cols, .ncols = 2, .res = &res,
                                         .wait_s = wait_s));

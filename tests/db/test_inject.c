@@ -746,7 +746,13 @@ static void test_acquire__waits_are_not_cut_into_read_timeout_slices(void **stat
     silent_arg sa = { lq, 15000, -1 };
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
-    tu_sleep_ms(500); /* q heads the queue */
+    /* q heads the queue (holds its head lock): w then waits behind it */
+    for (int i = 0; i < 1000; i++) {
+        int ok = 0;
+        if (tu_sql_int(NULL, &ok, "SELECT IS_USED_LOCK('%s') IS NOT NULL", ROWLOCK__LEASE(lq)->qname) == 1 && ok)
+            break;
+        tu_sleep_ms(10);
+    }
     arm(w, "queue-wait", 0, ROWLOCK__FAULT_STALL, 0);
     const unsigned long session = rowlock__db_thread_id(w);
     const int rw = rowlock_acquire(lw, 5500, 60000);
