@@ -121,6 +121,7 @@ int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
      * quoted in the busy error below, and a failed read's error is the
      * result, so nothing is restored. */
     rowlock__errsave keep;
+    l->busy_self = 0; /* whatever this read ends in (a multi-holder row, an error) */
     rowlock__error_save(l->client, &keep);
     int rc = rowlock__row_read(l->client, l->name, l->name_len, &info);
     if (rc)
@@ -138,7 +139,6 @@ int rowlock__explain_busy_row(rowlock_lock *l, int *free_row)
         l->found_multi = 1; /* a multi-holder name (holders.c): the one-row path stops here */
         return ROWLOCK_EBUSY;
     }
-    l->busy_self = 0;
     if (info.exists && info.held && strcmp(info.owner, l->client->owner) == 0 && rowlock__lease_client_holds(l)) {
         /* Another handle of this client holds it (a shared acquire after an
          * exclusive one-row grant): a wait would only wait for ourselves. */
