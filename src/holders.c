@@ -77,9 +77,10 @@
  *   largest ticket; a shared waiter, of the conflicting exclusive entry
  *   (all readers behind a writer wake at its release); the semaphore's
  *   first waiter, the wake lock of the holder whose lease ends first, in
- *   250 ms slices (another holder may leave first: a wake-up on "any of N"
- *   does not exist among named locks), each slice's statement also
- *   counting the live grants. Other slices last up to 30 s (within the
+ *   slices of 250 ms growing to 5 s while nothing changes (SEM_SLICE_MAX_S:
+ *   another holder may leave first, and a wake-up on "any of N" does not
+ *   exist among named locks), each slice's statement also counting the
+ *   live grants. Other slices last up to 30 s (within the
  *   read timeout), on a holder less than its lease left. When a slice passes, the same statement says whether the entry is
  *   unchanged (same grant, lease not over, a waiter's session still there):
  *   then the waiter waits again without trying: an idle waiter costs one
@@ -184,7 +185,15 @@
                                     (one server: unless it is in a wait) */
 #define WAITER_PLACE_US 600000000 /* one server: a waiter entry's expires_at (for the
                                      reaper), rewritten every half of it */
-#define SEM_SLICE_S 0.25         /* a semaphore waiter's slice on one of N holders */
+/* The semaphore's first waiter watches one of N holders (no wake-up on "any
+ * of N" exists among named locks) in slices of SEM_SLICE_S, or a quarter of
+ * the time its holders have stayed as they are, up to SEM_SLICE_MAX_S: a
+ * release by another holder is noticed within max(250 ms, a quarter of the
+ * time nothing changed, 5 s). Idle, it makes ~0.2 statements/s instead of 4
+ * (256 `rowlock run --permits 4` waiters: docs/bench.md); a busy semaphore,
+ * whose holders change within a second, keeps 250 ms slices. */
+#define SEM_SLICE_S 0.25
+#define SEM_SLICE_MAX_S 5.0
 #define TICKET_KEEP_US 3000000   /* a wait that ended keeps its queue place this long */
 
 static const char SQL_BEGIN[] = "/* rowlock:hold-begin */ START TRANSACTION";
@@ -1095,19 +1104,24 @@ enum { HW_ERROR = -1, HW_FREED = 1, HW_FREE_AT_ONCE, HW_LOOK };
  * deadline came, or an interrupt (try; the caller's loop decides);
  * HW_ERROR. An idle waiter costs one statement per slice: up to 30 s
  * (within the read timeout), on a holder no longer than its lease left,
- * 250 ms for the first semaphore waiter. */
+ * for the first semaphore waiter 250 ms growing to 5 s (SEM_SLICE_MAX_S). */
 static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_t written_us)
 {
     rowlock_client *c = l->client;
     char awake[64];
     queue_lock(l, 'a', c->owner, awake, sizeof awake);
     int64_t left_ms = b->blocker_ms;
+    const int64_t began = rowlock__now_us(); /* the entries stay as the caller saw them since */
     for (;;) {
         if (rowlock__interrupted(c) || rowlock__now_us() - written_us > WAITER_PLACE_US / 2)
             return HW_LOOK;
         double slice = rowlock__queue_slice_s(c, deadline);
-        if (b->sem_head && slice > SEM_SLICE_S)
-            slice = SEM_SLICE_S;
+        if (b->sem_head) {
+            double cap = (double)(rowlock__now_us() - began) / 4e6;
+            cap = cap < SEM_SLICE_S ? SEM_SLICE_S : cap > SEM_SLICE_MAX_S ? SEM_SLICE_MAX_S : cap;
+            if (slice > cap)
+                slice = cap;
+        }
         if (b->granted && slice > (double)left_ms / 1e3 + 0.001)
             slice = (double)left_ms / 1e3 + 0.001; /* then its lease may have ended */
         if (slice <= 0)

@@ -709,6 +709,43 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
     assert_true(waits >= 3 && waits <= 6);
 }
 
+/*
+ * The semaphore's first waiter watches one of its N holders (no wake-up on
+ * "any of N" exists among named locks) in slices that grow from 250 ms to a
+ * quarter of the time nothing changed (at most 5 s): an idle head made 4
+ * statements a second for as long as it waited. A release by the holder it
+ * does not watch is still noticed within a quarter of its wait. Here 9 s
+ * idle, then that release: planted fixed 250 ms slices, 36 wait statements,
+ * fails.
+ */
+static void test_acquire__an_idle_semaphore_head_looks_less_and_less_often(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C(), *w = C();
+    rowlock_lock *la = sem_handle(a, "x-semhead", 2), *lb = sem_handle(b, "x-semhead", 2);
+    rowlock_lock *lw = sem_handle(w, "x-semhead", 2);
+    assert_rc(rowlock_acquire(la, 0, 60000), 0, a);
+    assert_rc(rowlock_acquire(lb, 0, 50000), 0, b); /* its lease ends first: the head watches it */
+    arm(w, "hold-wait-entry", 0, ROWLOCK__FAULT_STALL, 0);
+    silent_arg sa = { lw, 20000, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
+    tu_sleep_ms(9000);
+    const int64_t t0 = tu_now_us();
+    const int ra = rowlock_release(la); /* the holder it does not watch */
+    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: the thread uses w */
+    const int64_t noticed_ms = tu_ms_since(t0);
+    const unsigned waits = rowlock__fault_fired(w, "hold-wait-entry");
+    print_message("  9 s idle: %u wait statements; the other holder's release noticed after %lld ms\n", waits,
+                  (long long)noticed_ms);
+    assert_rc(ra, 0, a);
+    assert_rc(sa.rc, 0, w);
+    assert_true(waits >= 6 && waits <= 20); /* 250 ms slices for 1 s, then t/4: about 13 */
+    assert_true(noticed_ms < 4500);         /* a 2.25 s slice at 9 s, and the grant */
+    assert_rc(rowlock_release(lw), 0, w);
+    assert_rc(rowlock_release(lb), 0, b);
+}
+
 /* A client whose every read times out after rt_ms (as `rowlock run`'s:
  * half its lease). */
 static rowlock_client *client_rt(unsigned int rt_ms)
@@ -1264,6 +1301,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt),
         FT(test_acquire__a_reader_waits_for_a_one_row_holder_without_attempts),
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
+        FT(test_acquire__an_idle_semaphore_head_looks_less_and_less_often),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
         FT(test_acquire__a_for_update_wait_is_not_cut_by_the_read_timeout),
