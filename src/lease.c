@@ -39,7 +39,11 @@
  * (a 64-bit hash). So the gate is dropped when a waiter's slice in the hint
  * queue (at most 1 s) runs out and for the second try of a try-once that
  * found the row free; the head of the queue polls the row with capped
- * backoff while the row's holder keeps no hint.
+ * backoff while the row's holder keeps no hint. The queue's head, whose
+ * wait statement also reads the row, waits again without a claim while a
+ * slice ends with the row held by the server's clock, up to that lease's
+ * end: a lease that ends is the one thing besides a release (which frees
+ * the hint) that frees the row, but for an administrator's release.
  *
  * GET_LOCK nests in MariaDB (a session that takes a lock twice must free it
  * twice), so every take is guarded by IS_USED_LOCK(hint) = CONNECTION_ID():
@@ -54,8 +58,9 @@
  *
  *   - a waiter writes its row in <table>_queue (MEMORY: no log flush): its
  *     CONNECTION_ID(), the name, its owner and lease; then queues on a second
- *     named lock, the queue head (qname), in 1 s slices. The server grants
- *     it in FIFO order, so exactly one waiter is the head.
+ *     named lock, the queue head (qname), in slices of up to 30 s
+ *     (rowlock__queue_slice_s). The server grants it in FIFO order, so
+ *     exactly one waiter is the head.
  *   - the head waits on the hint. The holder's release statement, if the
  *     holder still holds the hint, looks up the row of the session that
  *     holds the queue head (IS_USED_LOCK) for the same name, and if there is
@@ -122,14 +127,22 @@ static const char SQL_QUEUE_FORGET[] = "/* rowlock:queue-forget */ DELETE FROM `
  * queue head is let go by the same statement. The GET_LOCK sits in a
  * derived table, which the server evaluates before it reads the lock row
  * (and before the statement's read view exists), so the row is read after
- * the wake-up, as committed by the release that woke us. Params: owner,
- * strategy, qname, then hint, hint, wait seconds (LOCK_WAIT_EXPR), name.
+ * the wake-up, as committed by the release that woke us. When the wait
+ * timed out, the same read says whether the row is free by the server's
+ * clock and how long its lease has left: a head whose holder is alive
+ * (holds the hint, renews) waits again without a claim, up to that lease's
+ * end (wait_loop). Params: owner, strategy, qname, then hint, hint, wait
+ * seconds (LOCK_WAIT_EXPR), name. Columns: the wait's result, the row's
+ * token, handed (1/0), the row free (1/0; no row: 1), its lease left in ms.
  */
 static const char SQL_HEAD_WAIT[] =
-    "/* rowlock:head-wait */ SELECT w.g, t.token, IF(t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
-    " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0) "
+    "/* rowlock:head-wait */ SELECT w.g, t.token,"
+    " IF(w.g = 1 AND t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
+    " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0),"
+    " IFNULL(t.owner IS NULL OR t.expires_at <= UTC_TIMESTAMP(6), 1),"
+    " IFNULL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) DIV 1000, 0) "
     "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
-    "LEFT JOIN `{{table}}` t ON t.name = ? AND w.g = 1";
+    "LEFT JOIN `{{table}}` t ON t.name = ?";
 
 /*
  * A waiter behind the head: GET_LOCK(qname) as SQL_HINT_WAIT, and when the
@@ -218,8 +231,10 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
 
 /* The head waits on the hint (SQL_HEAD_WAIT). Returns as SQL_HINT_WAIT
  * (2, 1, 0 or -1); *handed is set when the lock was handed to us (l->token
- * set; the queue head was let go). */
-static int head_wait(rowlock_lock *l, double wait_s, int *handed)
+ * set; the queue head was let go). After a wait that timed out (0),
+ * *held_ms is the row's lease left when it is held by the server's clock,
+ * else -1 (free, or not known). */
+static int head_wait(rowlock_lock *l, double wait_s, int *handed, int64_t *held_ms)
 {
     rowlock_client *c = l->client;
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
@@ -227,16 +242,23 @@ static int head_wait(rowlock_lock *l, double wait_s, int *handed)
                             RL_STR(L->qname, L->qname_len),  RL_STR(L->hint, L->hint_len),
                             RL_STR(L->hint, L->hint_len),    { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
                             RL_STR(l->name, l->name_len) };
-    rowlock__col cols[3] = { { .type = ROWLOCK__T_I64 }, { .type = ROWLOCK__T_U64 }, { .type = ROWLOCK__T_I64 } };
+    rowlock__col cols[5] = { { .type = ROWLOCK__T_I64 },
+                             { .type = ROWLOCK__T_U64 },
+                             { .type = ROWLOCK__T_I64 },
+                             { .type = ROWLOCK__T_I64 },
+                             { .type = ROWLOCK__T_I64 } };
     *handed = 0;
+    *held_ms = -1;
     if (rowlock__db_run_quiet(c, RL_STMT(.what = "hint", .tmpl = SQL_HEAD_WAIT, .params = p, .nparams = 7,
-                                         .cols = cols, .ncols = 3)) ||
+                                         .cols = cols, .ncols = 5, .wait_s = wait_s)) ||
         cols[0].is_null)
         return -1;
     if (cols[0].i == 1 && !cols[2].is_null && cols[2].i == 1) {
         l->token = cols[1].u;
         *handed = 1;
     }
+    if (cols[0].i == 0 && !cols[3].is_null && cols[3].i == 0 && !cols[4].is_null && cols[4].i > 0)
+        *held_ms = cols[4].i;
     return (int)cols[0].i;
 }
 
@@ -375,6 +397,7 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
         wait_ms == ROWLOCK_WAIT_FOREVER || wait_ms > ROWLOCK_LEASE_MAX_MS ? INT64_MAX : start + wait_ms * 1000;
     int explained = 0, free_row = 0;
     int joined = 0, head = 0; /* in the waiter queue; holding its head lock */
+    int64_t held_ms = -1;     /* the head's last slice: the row held, its lease left */
     unsigned flags = 0;
     char why[ROWLOCK__ERRMSG_MAX] = "";
     unsigned polls = 0;
@@ -465,12 +488,23 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
          * failed): the holder lets it go at its release, and a newcomer
          * cannot overtake (its claim is gated on the hint). A slice of at
          * most 1 s, then the row is tried without the gate: a hint can be
-         * held by a session whose lease already ended. */
+         * held by a session whose lease already ended. The head, once a
+         * slice showed the row held, waits up to that lease's end instead
+         * (within rowlock__queue_slice_s): a live holder renews and keeps
+         * its hint, a paused one's lease ends then, and until then nothing
+         * but its release (which frees the hint) can free the row, except
+         * an administrator's release, noticed at the slice's end. */
         int handed = 0;
         double slice = slice_s(deadline);
+        if (head && held_ms > 0) {
+            double to_end = (double)held_ms / 1e3 + 0.001;
+            slice = rowlock__queue_slice_s(l->client, deadline);
+            if (slice > to_end)
+                slice = to_end;
+        }
         if (L->rule && L->rule->slice_max_s > 0 && slice > L->rule->slice_max_s)
             slice = L->rule->slice_max_s; /* the hint is node-local: look at the row often */
-        int h = head ? head_wait(l, slice, &handed) : hint_call(l, SQL_HINT_WAIT, slice);
+        int h = head ? head_wait(l, slice, &handed, &held_ms) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed) {
             ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
                               "%s (%s): handed over by its releaser, token %llu", l->shown, l->ops->name,
@@ -485,6 +519,10 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
             continue;
         }
         flags |= ROWLOCK__TRY_UNGATED;
+        if (h == 0 && head && held_ms > 0) {
+            skip_claim = 1; /* the head's slice passed, the row is held (renewed): wait again */
+            continue;
+        }
         if (h == 0)
             continue; /* a whole slice passed: look at the row again */
         /* First in the queue (we hold the hint) but the row is still taken:

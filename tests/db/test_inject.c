@@ -710,6 +710,43 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
 }
 
 /*
+ * A lone waiter heads the queue and waits on the holder's hint. It waited
+ * in 1 s slices with a claim after each (a hint can outlive its holder's
+ * lease): 3 statements a second for as long as it waited, where the issue
+ * asks for 0.1. A slice that passed now also reads the row: while it is
+ * held, the head waits again without a claim, up to the lease's end. Here a
+ * 6 s wait on a 60 s lease, then the release: planted 1 s slices, 6 waits
+ * and 6 claims, fails. The release still wakes it at once.
+ */
+static void test_acquire__a_lone_head_waits_up_to_the_lease_not_in_1_s_slices(void **state)
+{
+    (void)state;
+    rowlock_client *h = C(), *w = C();
+    rowlock_lock *lh = tu_lock(h, "x-lonehead", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lw = tu_lock(w, "x-lonehead", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
+    arm(w, "head-wait", 0, ROWLOCK__FAULT_STALL, 0);
+    arm(w, "claim", 0, ROWLOCK__FAULT_STALL, 0);
+    silent_arg sa = { lw, 20000, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
+    tu_sleep_ms(6000);
+    const int64_t t0 = tu_now_us();
+    const int rh = rowlock_release(lh);
+    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: the thread uses w */
+    const int64_t woke_ms = tu_ms_since(t0);
+    const unsigned waits = rowlock__fault_fired(w, "head-wait"), claims = rowlock__fault_fired(w, "claim");
+    print_message("  a 6 s wait: %u head waits, %u claims; granted %lld ms after the release\n", waits, claims,
+                  (long long)woke_ms);
+    assert_rc(rh, 0, h);
+    assert_rc(sa.rc, 0, w);
+    assert_true(waits >= 1 && waits <= 3); /* 1 s, then up to the lease's end: the release */
+    assert_true(claims <= 3);
+    assert_true(woke_ms < 1000); /* the release's hint, not a slice's end */
+    assert_rc(rowlock_release(lw), 0, w);
+}
+
+/*
  * The semaphore's first waiter watches one of its N holders (no wake-up on
  * "any of N" exists among named locks) in slices that grow from 250 ms to a
  * quarter of the time nothing changed (at most 5 s): an idle head made 4
@@ -1302,6 +1339,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_reader_waits_for_a_one_row_holder_without_attempts),
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
         FT(test_acquire__an_idle_semaphore_head_looks_less_and_less_often),
+        FT(test_acquire__a_lone_head_waits_up_to_the_lease_not_in_1_s_slices),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
         FT(test_acquire__a_for_update_wait_is_not_cut_by_the_read_timeout),
