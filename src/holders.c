@@ -188,8 +188,8 @@
 /* The semaphore's first waiter watches one of N holders (no wake-up on "any
  * of N" exists among named locks) in slices of SEM_SLICE_S, or a quarter of
  * the time its holders have stayed as they are, up to SEM_SLICE_MAX_S: a
- * release by another holder is noticed within max(250 ms, a quarter of the
- * time nothing changed, 5 s). Idle, it makes ~0.2 statements/s instead of 4
+ * release by another holder is noticed within the larger of 250 ms and a
+ * quarter of the time nothing changed, and within 5 s. Idle, it makes ~0.2 statements/s instead of 4
  * (256 `rowlock run --permits 4` waiters: docs/bench.md); a busy semaphore,
  * whose holders change within a second, keeps 250 ms slices. */
 #define SEM_SLICE_S 0.25

@@ -37,13 +37,17 @@
  * session is gone; GET_LOCK is node-local on Galera), held by a session whose
  * lease ended or whose row an administrator released, or shared by two names
  * (a 64-bit hash). So the gate is dropped when a waiter's slice in the hint
- * queue (at most 1 s) runs out and for the second try of a try-once that
- * found the row free; the head of the queue polls the row with capped
- * backoff while the row's holder keeps no hint. The queue's head, whose
- * wait statement also reads the row, waits again without a claim while a
- * slice ends with the row held by the server's clock, up to that lease's
- * end: a lease that ends is the one thing besides a release (which frees
- * the hint) that frees the row, but for an administrator's release.
+ * queue runs out and for the second try of a try-once that found the row
+ * free; the head of the queue polls the row with capped backoff while the
+ * row's holder keeps no hint. Slices: 1 s, but the queue's head, whose wait
+ * statement also reads the row, waits again without a claim when a slice
+ * ends with the row held (not by us) by the server's clock, in a slice up
+ * to that lease's end and up to a quarter of the time the row has had
+ * this grant (its token): a live holder that keeps its hint and renews
+ * costs the head one statement per slice of up to 30 s, while a holder
+ * that got the row without the hint (its predecessor, paused past its
+ * lease, kept it) and so frees none at its release is noticed within a
+ * quarter of its hold, as is an administrator's release.
  *
  * GET_LOCK nests in MariaDB (a session that takes a lock twice must free it
  * twice), so every take is guarded by IS_USED_LOCK(hint) = CONNECTION_ID():
@@ -129,17 +133,19 @@ static const char SQL_QUEUE_FORGET[] = "/* rowlock:queue-forget */ DELETE FROM `
  * (and before the statement's read view exists), so the row is read after
  * the wake-up, as committed by the release that woke us. When the wait
  * timed out, the same read says whether the row is free by the server's
- * clock and how long its lease has left: a head whose holder is alive
- * (holds the hint, renews) waits again without a claim, up to that lease's
- * end (wait_loop). Params: owner, strategy, qname, then hint, hint, wait
- * seconds (LOCK_WAIT_EXPR), name. Columns: the wait's result, the row's
- * token, handed (1/0), the row free (1/0; no row: 1), its lease left in ms.
+ * clock (or ours: a hand-off whose hint the releaser had not yet let go)
+ * and how long its lease has left, both as of the statement's start
+ * (UTC_TIMESTAMP is the statement's time): a head whose holder is alive
+ * waits again without a claim (wait_loop). Params: owner, strategy, qname,
+ * owner, then hint, hint, wait seconds (LOCK_WAIT_EXPR), name. Columns: the
+ * wait's result, the row's token, handed (1/0), the row free or ours (1/0;
+ * no row: 1), its lease left in ms.
  */
 static const char SQL_HEAD_WAIT[] =
     "/* rowlock:head-wait */ SELECT w.g, t.token,"
     " IF(w.g = 1 AND t.owner = ? AND t.count > 0 AND t.expires_at > UTC_TIMESTAMP(6) AND t.strategy = ?,"
     " 1 + 0 * IFNULL(RELEASE_LOCK(?), 0), 0),"
-    " IFNULL(t.owner IS NULL OR t.expires_at <= UTC_TIMESTAMP(6), 1),"
+    " IFNULL(t.owner IS NULL OR t.owner = ? OR t.expires_at <= UTC_TIMESTAMP(6), 1),"
     " IFNULL(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), t.expires_at) DIV 1000, 0) "
     "FROM (SELECT " LOCK_WAIT_EXPR " AS g) AS w "
     "LEFT JOIN `{{table}}` t ON t.name = ?";
@@ -232,16 +238,17 @@ static int queue_join(rowlock_lock *l, int64_t lease_ms)
 /* The head waits on the hint (SQL_HEAD_WAIT). Returns as SQL_HINT_WAIT
  * (2, 1, 0 or -1); *handed is set when the lock was handed to us (l->token
  * set; the queue head was let go). After a wait that timed out (0),
- * *held_ms is the row's lease left when it is held by the server's clock,
- * else -1 (free, or not known). */
-static int head_wait(rowlock_lock *l, double wait_s, int *handed, int64_t *held_ms)
+ * *held_ms is the row's lease left now, when it is held by another owner
+ * by the server's clock, and *token the row's token; else *held_ms is -1
+ * (free, ours, or not known). */
+static int head_wait(rowlock_lock *l, double wait_s, int *handed, int64_t *held_ms, uint64_t *token)
 {
     rowlock_client *c = l->client;
     rowlock__lease_lock *L = ROWLOCK__LEASE(l);
-    rowlock__param p[7] = { RL_STR(c->owner, c->owner_len),  RL_I64(l->ops->id),
-                            RL_STR(L->qname, L->qname_len),  RL_STR(L->hint, L->hint_len),
-                            RL_STR(L->hint, L->hint_len),    { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s },
-                            RL_STR(l->name, l->name_len) };
+    rowlock__param p[8] = { RL_STR(c->owner, c->owner_len),  RL_I64(l->ops->id),
+                            RL_STR(L->qname, L->qname_len),  RL_STR(c->owner, c->owner_len),
+                            RL_STR(L->hint, L->hint_len),    RL_STR(L->hint, L->hint_len),
+                            { ROWLOCK__T_DBL, NULL, 0, 0, 0, wait_s }, RL_STR(l->name, l->name_len) };
     rowlock__col cols[5] = { { .type = ROWLOCK__T_I64 },
                              { .type = ROWLOCK__T_U64 },
                              { .type = ROWLOCK__T_I64 },
@@ -249,7 +256,8 @@ static int head_wait(rowlock_lock *l, double wait_s, int *handed, int64_t *held_
                              { .type = ROWLOCK__T_I64 } };
     *handed = 0;
     *held_ms = -1;
-    if (rowlock__db_run_quiet(c, RL_STMT(.what = "hint", .tmpl = SQL_HEAD_WAIT, .params = p, .nparams = 7,
+    const int64_t sent = rowlock__now_us();
+    if (rowlock__db_run_quiet(c, RL_STMT(.what = "hint", .tmpl = SQL_HEAD_WAIT, .params = p, .nparams = 8,
                                          .cols = cols, .ncols = 5, .wait_s = wait_s)) ||
         cols[0].is_null)
         return -1;
@@ -257,8 +265,14 @@ static int head_wait(rowlock_lock *l, double wait_s, int *handed, int64_t *held_
         l->token = cols[1].u;
         *handed = 1;
     }
-    if (cols[0].i == 0 && !cols[3].is_null && cols[3].i == 0 && !cols[4].is_null && cols[4].i > 0)
-        *held_ms = cols[4].i;
+    if (cols[0].i == 0 && !cols[3].is_null && cols[3].i == 0 && !cols[4].is_null && !cols[1].is_null) {
+        /* read as of the statement's start: take off the slice since */
+        int64_t left = cols[4].i - (rowlock__now_us() - sent) / 1000;
+        if (left > 0) {
+            *held_ms = left;
+            *token = cols[1].u;
+        }
+    }
     return (int)cols[0].i;
 }
 
@@ -337,8 +351,8 @@ static double slice_s(int64_t deadline)
 
 /* A waiter behind the queue's head waits on the head lock (the server
  * grants it in FIFO order when the head leaves) in slices this long, one
- * statement each (SQL_QUEUE_WAIT); the head alone looks at the row in 1 s
- * slices. After a slice it tries the row ungated only if the row looks
+ * statement each (SQL_QUEUE_WAIT); the head alone looks at the row, in
+ * slices of 1 s or more (wait_loop). After a slice it tries the row ungated only if the row looks
  * free (a head stuck in a paused process delays those behind it by at most
  * this much: a hand-off to such a head costs a lease anyway). On a
  * connection rowlock opened (c->nonblock) the statement runs with its
@@ -398,6 +412,8 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
     int explained = 0, free_row = 0;
     int joined = 0, head = 0; /* in the waiter queue; holding its head lock */
     int64_t held_ms = -1;     /* the head's last slice: the row held, its lease left */
+    uint64_t held_token = 0, seen_token = 0; /* ... its token; the token first seen held, since: */
+    int64_t seen_since = 0;
     unsigned flags = 0;
     char why[ROWLOCK__ERRMSG_MAX] = "";
     unsigned polls = 0;
@@ -489,22 +505,30 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
          * cannot overtake (its claim is gated on the hint). A slice of at
          * most 1 s, then the row is tried without the gate: a hint can be
          * held by a session whose lease already ended. The head, once a
-         * slice showed the row held, waits up to that lease's end instead
-         * (within rowlock__queue_slice_s): a live holder renews and keeps
-         * its hint, a paused one's lease ends then, and until then nothing
-         * but its release (which frees the hint) can free the row, except
-         * an administrator's release, noticed at the slice's end. */
+         * slice showed the row held by another owner, waits without a
+         * claim in slices up to that lease's end and up to a quarter of
+         * the time it has seen that grant (at least 1 s; within
+         * rowlock__queue_slice_s): see "Slices" above. */
         int handed = 0;
         double slice = slice_s(deadline);
         if (head && held_ms > 0) {
-            double to_end = (double)held_ms / 1e3 + 0.001;
+            if (held_token != seen_token) {
+                seen_token = held_token;
+                seen_since = rowlock__now_us();
+            }
+            const double to_end = (double)held_ms / 1e3 + 0.001;
+            double cap = (double)(rowlock__now_us() - seen_since) / 4e6; /* a quarter of this grant's time */
+            if (cap < 1.0)
+                cap = 1.0;
+            if (cap > to_end)
+                cap = to_end;
             slice = rowlock__queue_slice_s(l->client, deadline);
-            if (slice > to_end)
-                slice = to_end;
+            if (slice > cap)
+                slice = cap;
         }
         if (L->rule && L->rule->slice_max_s > 0 && slice > L->rule->slice_max_s)
             slice = L->rule->slice_max_s; /* the hint is node-local: look at the row often */
-        int h = head ? head_wait(l, slice, &handed, &held_ms) : hint_call(l, SQL_HINT_WAIT, slice);
+        int h = head ? head_wait(l, slice, &handed, &held_ms, &held_token) : hint_call(l, SQL_HINT_WAIT, slice);
         if (handed) {
             ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_INFO, HANDED_OVER, RL_EVX(.attempt = l->attempts),
                               "%s (%s): handed over by its releaser, token %llu", l->shown, l->ops->name,

@@ -713,12 +713,15 @@ static void test_acquire__readers_of_a_holder_without_its_hint_do_not_poll(void 
  * A lone waiter heads the queue and waits on the holder's hint. It waited
  * in 1 s slices with a claim after each (a hint can outlive its holder's
  * lease): 3 statements a second for as long as it waited, where the issue
- * asks for 0.1. A slice that passed now also reads the row: while it is
- * held, the head waits again without a claim, up to the lease's end. Here a
- * 6 s wait on a 60 s lease, then the release: planted 1 s slices, 6 waits
- * and 6 claims, fails. The release still wakes it at once.
+ * asks for 0.1. A slice that passed now also reads the row: while another
+ * owner holds it, the head waits again without a claim, in slices up to
+ * the lease's end and up to a quarter of the time it has seen that grant
+ * (a holder granted without the hint frees none at its release). Here a
+ * 16 s wait on a 60 s lease, then the release: 11 head waits and 1
+ * claim; planted 1 s slices with a claim after each: 16 and 16, fails. The
+ * release still wakes it at once.
  */
-static void test_acquire__a_lone_head_waits_up_to_the_lease_not_in_1_s_slices(void **state)
+static void test_acquire__a_lone_head_waits_longer_slices_without_claims(void **state)
 {
     (void)state;
     rowlock_client *h = C(), *w = C();
@@ -727,23 +730,61 @@ static void test_acquire__a_lone_head_waits_up_to_the_lease_not_in_1_s_slices(vo
     assert_rc(rowlock_acquire(lh, 0, 60000), 0, h);
     arm(w, "head-wait", 0, ROWLOCK__FAULT_STALL, 0);
     arm(w, "claim", 0, ROWLOCK__FAULT_STALL, 0);
-    silent_arg sa = { lw, 20000, -1 };
+    silent_arg sa = { lw, 30000, -1 };
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, silent_acquire, &sa), 0);
-    tu_sleep_ms(6000);
+    tu_sleep_ms(16000);
     const int64_t t0 = tu_now_us();
     const int rh = rowlock_release(lh);
     assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: the thread uses w */
     const int64_t woke_ms = tu_ms_since(t0);
     const unsigned waits = rowlock__fault_fired(w, "head-wait"), claims = rowlock__fault_fired(w, "claim");
-    print_message("  a 6 s wait: %u head waits, %u claims; granted %lld ms after the release\n", waits, claims,
+    print_message("  a 16 s wait: %u head waits, %u claims; granted %lld ms after the release\n", waits, claims,
                   (long long)woke_ms);
     assert_rc(rh, 0, h);
     assert_rc(sa.rc, 0, w);
-    assert_true(waits >= 1 && waits <= 3); /* 1 s, then up to the lease's end: the release */
-    assert_true(claims <= 3);
+    assert_true(waits >= 5 && waits <= 13); /* 1 s for about 5 s, then a quarter of the time: 11 */
+    assert_true(claims <= 2);
     assert_true(woke_ms < 1000); /* the release's hint, not a slice's end */
     assert_rc(rowlock_release(lw), 0, w);
+}
+
+/*
+ * A holder that got the row without the hint frees none at its release: its
+ * predecessor, paused past its lease (here: a client that does not renew),
+ * still holds it. The head behind it waits on that hint, so it learns of
+ * the release only when a slice ends: slices are at most a quarter of the
+ * time it has seen that grant. Here the grant is released after 10 s and
+ * the head takes it within 5 s; planted slices up to the lease's end: it
+ * waits out its 25 s, fails.
+ */
+static void test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter(void **state)
+{
+    (void)state;
+    rowlock_client *p = C(), *h2 = C(), *h3 = C();
+    rowlock_lock *lp = tu_lock(p, "x-nohint", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *l2 = tu_lock(h2, "x-nohint", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *l3 = tu_lock(h3, "x-nohint", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lp, 0, 2000), 0, p); /* its session keeps the hint past the lease */
+    silent_arg s2 = { l2, 10000, -1 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &s2), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_rc(s2.rc, 0, h2); /* granted at p's lease end, without the hint */
+    silent_arg s3 = { l3, 25000, -1 };
+    assert_int_equal(pthread_create(&t, NULL, silent_acquire, &s3), 0);
+    tu_sleep_ms(10000);
+    const int64_t t0 = tu_now_us();
+    const int r2 = rowlock_release(l2);
+    assert_int_equal(pthread_join(t, NULL), 0); /* before any assertion: the thread uses h3 */
+    const int64_t took_ms = tu_ms_since(t0);
+    print_message("  granted %lld ms after a release that freed no hint\n", (long long)took_ms);
+    assert_rc(r2, 0, h2);
+    assert_rc(s3.rc, 0, h3);
+    assert_true(took_ms < 5000); /* a slice of about 2.5 s at 10 s */
+    assert_rc(rowlock_release(l3), 0, h3);
+    const int rp = rowlock_release(lp); /* its lease ended long ago and the row moved on */
+    assert_int_equal(rp, ROWLOCK_ENOTOWNER);
 }
 
 /*
@@ -1339,7 +1380,8 @@ int main(int argc, char **argv)
         FT(test_acquire__a_reader_waits_for_a_one_row_holder_without_attempts),
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
         FT(test_acquire__an_idle_semaphore_head_looks_less_and_less_often),
-        FT(test_acquire__a_lone_head_waits_up_to_the_lease_not_in_1_s_slices),
+        FT(test_acquire__a_lone_head_waits_longer_slices_without_claims),
+        FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
         FT(test_acquire__a_for_update_wait_is_not_cut_by_the_read_timeout),
