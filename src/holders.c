@@ -189,8 +189,9 @@
  * of N" exists among named locks) in slices of SEM_SLICE_S, or a quarter of
  * the time its holders have stayed as they are, up to SEM_SLICE_MAX_S: a
  * release by another holder is noticed within the larger of 250 ms and a
- * quarter of the time nothing changed, and within 5 s. Idle, it makes ~0.2 statements/s instead of 4
- * (256 `rowlock run --permits 4` waiters: docs/bench.md); a busy semaphore,
+ * quarter of the time nothing changed, and within 5 s. Idle, its 5 s slices make 0.2 statements/s
+ * instead of 4 (by the rule; 256 `rowlock run --permits 4` waiters,
+ * measured: docs/bench.md); a busy semaphore,
  * whose holders change within a second, keeps 250 ms slices. */
 #define SEM_SLICE_S 0.25
 #define SEM_SLICE_MAX_S 5.0
