@@ -752,7 +752,14 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release_many(rowlock_lock *const 
 /** The fencing token of this handle's current grant, 0 if it holds nothing.
  *  Tokens are strictly increasing per name across releases, expiry
  *  takeovers, purges and server restarts: pass them to the resource you
- *  protect and have it refuse smaller ones. */
+ *  protect and have it refuse smaller ones. One exception, which that rule
+ *  tolerates: shared (read) grants of an insert lock without permits with
+ *  no exclusive holder or waiter between them may share a token (on one
+ *  server, readers join the name a reader opened without drawing a new
+ *  one). An exclusive grant's token is still greater than every token
+ *  granted before it, and a reader's is greater than every exclusive
+ *  grant's before it and smaller than the next one's. Semaphore holders'
+ *  tokens are all distinct. */
 ROWLOCK_EXTERN uint64_t rowlock_lock_token(const rowlock_lock *l);
 
 /** How many acquisitions this handle holds (0 if none). No round trip. */
@@ -835,6 +842,9 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * Cost: one round trip on `mysql` (prepare and execute sent together), and
  * no commit of its own: the write commits with the application's data.
  * SQL form: CALL `<table>_fence`(name, token) (sql/0005_fenced_writes.sql).
+ * Readers that share a token (rowlock_lock_token()) share the SQL form's
+ * fence: it holds while any of them holds, i.e. while no writer can have
+ * got in since; the C form fences the caller's own entry.
  * @return 0; ROWLOCK_EFENCED the grant is not current: roll back (nothing
  *   was written by this call); ROWLOCK_EINVALID (mysql NULL, the handle holds
  *   nothing, or `mysql` is not inside a transaction: autocommit would commit

@@ -54,6 +54,45 @@
  *   So holders are granted in ticket order across modes (FIFO): once an
  *   exclusive waiter is queued, a later shared acquirer is behind it and
  *   waits (no writer starvation); a semaphore admits at most N at once.
+ * Joining readers (one server; schema 0008). Readers serialised on the
+ *   names row for 3 round trips each (DRAW to COMMIT), so 32 readers of a
+ *   name had about the throughput of one exclusive lock. Now a shared
+ *   acquire without permits whose DRAW finds no exclusive entry of the
+ *   name at all (holder or waiter, live or not) also sets the row's
+ *   shared_token to the token it drew: the name is open to readers while
+ *   the token stays that. A reader with no hold of the name on its client
+ *   first tries to join (SQL_JOIN): one autocommitted statement that reads
+ *   the names row under a shared lock and, if it is open (and has no
+ *   permits), writes its granted entry with the row's token. Readers'
+ *   shared locks are compatible, so joiners run side by side and each costs
+ *   what an exclusive lock on its own name costs (a row write and a
+ *   commit). Why it is safe:
+ *   - every exclusive entry is written by an attempt that DRAWs first
+ *     (this version's and every earlier one's), and a DRAW changes the
+ *     token, which closes the name; a join waits for a DRAW in progress
+ *     (its shared lock against the DRAW's exclusive one) and a DRAW waits
+ *     for joins in progress, so an exclusive acquirer's ENTRIES, read under
+ *     the same lock, sees every joined reader, and no reader joins once an
+ *     exclusive acquirer drew, until a later reader's DRAW finds no
+ *     exclusive entry again (the writer queued or holding keeps it closed:
+ *     FIFO and no writer starvation stay);
+ *   - LOCK IN SHARE MODE makes the read a locking one whatever the
+ *     session's isolation (under READ COMMITTED a plain INSERT ... SELECT
+ *     reads a snapshot and takes no lock);
+ *   - the join touches no other entry, so it takes no gap lock a second
+ *     joiner's insert would wait for;
+ *   - on a cluster row locks are node-local: no join there (DRAW_CL leaves
+ *     shared_token alone, and joins are not tried).
+ *   Tokens: joiners get the opener's token, so readers of one open spell
+ *   may share a token; every exclusive grant's token is still greater than
+ *   every earlier grant's, and every grant's token at least every earlier
+ *   one's (rowlock_lock_token()). The cost when the name is closed: one
+ *   more statement (the failed join) before the attempt. Semaphores do not
+ *   join: built and measured (a join that counts the live entries under
+ *   the names row's exclusive lock in one statement), 32 clients of a
+ *   4-permit semaphore made about half the grants (docs/bench.md), since
+ *   on a full semaphore every acquire paid the join's locking scan before
+ *   its attempt.
  * Release: 1 round trip for a re-entry (count - 1), 2 for the final one
  *   (DELETE of the entry, owner- and token-checked; then RELEASE_LOCK of the
  *   wake lock, after the commit, so a woken waiter sees the row gone).
@@ -114,10 +153,12 @@
  *   after the commit) is adopted as a fresh grant of ours.
  * Fencing tokens. A grant's token is drawn under the names row's lock as
  *   GREATEST(row token + 1, sequence, clock) and written back to the row, so
- *   every grant's token is greater than every token granted before it on
+ *   every drawn token is greater than every token granted before it on
  *   that name, in either mode: an exclusive grant's token is greater than
  *   every reader's before it, and readers granted after it get greater
- *   tokens still. The reaper keeps multi-holder names' rows (their tokens),
+ *   tokens still. A joining reader takes the row's token without drawing
+ *   (above): the same as the reader that opened the name, greater than
+ *   every exclusive grant's before it, smaller than the next one's. The reaper keeps multi-holder names' rows (their tokens),
  *   and deletes holder entries whose lease ended more than its grace ago.
  *
  * On a Galera cluster (the cluster lease rule, lease_cluster.c: no
@@ -201,11 +242,23 @@ static const char SQL_BEGIN[] = "/* rowlock:hold-begin */ START TRANSACTION";
 static const char SQL_COMMIT[] = "/* rowlock:hold-commit */ COMMIT";
 static const char SQL_ROLLBACK[] = "/* rowlock:hold-rollback */ ROLLBACK";
 
-/* Params: permits, permits, name, strategy. Rows changed: 1 (a multi-holder
- * row of the strategy, now locked), else 0. LAST_INSERT_ID: the token. */
+/* Params: permits, permits, opens (1: a shared acquire without permits),
+ * name, strategy. Rows changed: 1 (a multi-holder row of the strategy, now
+ * locked), else 0. LAST_INSERT_ID: the token. A shared acquire of a name
+ * without permits that finds no exclusive entry of the name (holder or
+ * waiter, live or not) also opens the name to joining readers at the new
+ * token (shared_token, "Joining readers" above); its grant is then
+ * certain. The
+ * subquery is correlated with the names row, so it runs once that row is
+ * locked: every exclusive entry was written under this lock (a DRAW), so
+ * all are committed and seen; an exclusive acquirer's DRAW leaves
+ * shared_token behind the token. Assignments run left to right: `token`
+ * and `permits` in the last one are the new values. */
 static const char SQL_DRAW[] =
     "/* rowlock:hold-draw */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
-    " permits = IF(? > 0 AND permits = 0, ?, permits) "
+    " permits = IF(? > 0 AND permits = 0, ?, permits),"
+    " shared_token = IF(? AND permits = 0 AND NOT EXISTS (SELECT 1 FROM `{{table}}_hold` x"
+    " WHERE x.name = `{{table}}`.name AND x.mode = 0), token, shared_token) "
     "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
 
 /* On a cluster every write of an attempt's transaction changes nothing
@@ -316,6 +369,32 @@ static const char SQL_WRITE[] = "/* rowlock:hold-write */ " WRITE_HEAD "VALUES (
  * transaction is still open (0 rows). */
 static const char SQL_WRITE_CL[] =
     "/* rowlock:hold-write-cl */ " WRITE_HEAD "SELECT " WRITE_ROW " FROM DUAL WHERE " CL_IN_TRX WRITE_TAIL;
+
+/* A shared acquire without permits joins the readers in one autocommitted
+ * statement (one server, "Joining readers" above): our granted entry, with
+ * the row's token, written only while the names row says the name is open
+ * to readers, read under a shared lock that an exclusive acquirer's DRAW
+ * waits for (and that waits for a DRAW in progress: whose commit then
+ * closes it). Our wake lock is taken in the same statement, only when the
+ * entry is written (the select list runs only for a row that qualifies:
+ * no GROUP BY here). Params:
+ * owner, wake, wake, lease µs, lease µs, name, strategy. Rows changed: 1
+ * joined (LAST_INSERT_ID: the token), 0 not (closed, a semaphore, not a
+ * multi-holder row, or an entry of ours already there: left as it was). */
+static const char SQL_JOIN[] =
+    "/* rowlock:hold-join */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
+    "SELECT t.name, ?, 1, t.token, 1, UTC_TIMESTAMP(6),"
+    " 1 + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
+    " LAST_INSERT_ID(t.token), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ? "
+    "FROM `{{table}}` t WHERE t.name = ? AND t.strategy = ? AND t.mode = 1 AND t.owner = '' AND t.permits = 0"
+    " AND t.token > 0 AND t.shared_token = t.token "
+    "LOCK IN SHARE MODE "
+    "ON DUPLICATE KEY UPDATE `{{table}}_hold`.gen = `{{table}}_hold`.gen";
+
+/* Params: name, owner. Our granted entry's token. */
+static const char SQL_JOINED[] =
+    "/* rowlock:hold-joined */ SELECT token FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 1";
 
 /* SQL_WRITE's parameters (WRITE_NPARAMS), into pw. wake, qlock: our wake
  * and queue locks (they outlive the statement: pw points into them). */
@@ -769,12 +848,16 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     b->wake[0] = '\0';
     if ((rc = rowlock__db_simple(c, "acquire (insert): begin", SQL_BEGIN)))
         return rc;
-    rowlock__param pd[4] = { RL_I64(l->permits), RL_I64(l->permits), RL_STR(l->name, l->name_len),
-                             RL_I64(l->ops->id) };
+    /* SQL_DRAW's parameters; SQL_DRAW_CL's are the same without `opens` */
+    rowlock__param pd[5] = { RL_I64(l->permits), RL_I64(l->permits),
+                             RL_I64(l->mode == ROWLOCK_MODE_SHARED && l->permits == 0),
+                             RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
+    const rowlock__param pd_cl[4] = { pd[0], pd[1], pd[3], pd[4] };
     rowlock__res res;
     for (int converted = 0;; converted = 1) {
         if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert): lock name", .tmpl = cluster ? SQL_DRAW_CL : SQL_DRAW,
-                                             .params = pd, .nparams = 4, .res = &res))))
+                                             .params = cluster ? pd_cl : pd, .nparams = cluster ? 4 : 5,
+                                             .res = &res))))
             goto fail;
         if (cluster && (rc = cl_still_in(l, "name's row")))
             goto fail;
@@ -1215,6 +1298,45 @@ static int look(rowlock_lock *l, uint64_t ticket, blocked *b)
     return still;
 }
 
+/* Join the readers of a name open to them (SQL_JOIN): 0 and *joined 1 a
+ * grant (l->token set), 0 and *joined 0 not open (the attempt decides), or
+ * an error (ROWLOCK_EBUSY: a lock wait on the names row, a DRAW in
+ * progress: the attempt decides too). */
+static int join(rowlock_lock *l, int64_t lease_ms, int *joined)
+{
+    rowlock_client *c = l->client;
+    char wake[64];
+    wake_name(l, c->owner, wake, sizeof wake);
+    const int64_t lease_us = lease_ms * 1000;
+    const rowlock__param pr[7] = { RL_STR(c->owner, c->owner_len), RL_STR(wake, strlen(wake)),
+                                   RL_STR(wake, strlen(wake)), RL_I64(lease_us), RL_I64(lease_us),
+                                   RL_STR(l->name, l->name_len), RL_I64(l->ops->id) };
+    rowlock__res res;
+    *joined = 0;
+    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): join", .tmpl = SQL_JOIN, .params = pr,
+                                        .nparams = 7, .res = &res));
+    if (rc)
+        return rc;
+    if (res.affected != 1)
+        return 0;
+    l->token = res.insert_id;
+    if (l->token == 0) {
+        /* LAST_INSERT_ID(t.token) (t.token > 0) did not reach us: read the
+         * token of the entry we wrote (never seen on MariaDB). */
+        const rowlock__param pk[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+        rowlock__col col = { .type = ROWLOCK__T_U64 };
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): join", .tmpl = SQL_JOINED,
+                                             .params = pk, .nparams = 2, .cols = &col, .ncols = 1, .res = &res))))
+            return rc;
+        if (res.rows != 1 || col.is_null || col.u == 0)
+            return rowlock__fail(c, ROWLOCK_EDB, "acquire %s (insert, shared): the entry it joined with is gone",
+                                 l->shown);
+        l->token = col.u;
+    }
+    *joined = 1;
+    return 0;
+}
+
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
@@ -1263,6 +1385,22 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     uint64_t gone_token = 0;
     const int64_t ttl_us = cluster ? WAITER_TTL_US : WAITER_PLACE_US;
     uint64_t free_token = 0; /* row_wait: the one-row grant last found without its hint */
+    if (!cluster && l->mode == ROWLOCK_MODE_SHARED && l->permits == 0 && l->held == 0 && other_holds(l) == 0) {
+        /* A reader with no hold of the name on this client: join the
+         * readers if the name is open to them (one statement), else the
+         * attempt below decides (and may open it). */
+        int joined = 0;
+        int rc = join(l, lease_ms, &joined);
+        if (rc == 0 && joined) {
+            l->held_multi = 1;
+            l->ticket = 0;
+            return 0;
+        }
+        if (rc == ROWLOCK_EBUSY)
+            rowlock__clear_error(c);
+        else if (rc)
+            return rc;
+    }
     for (;;) {
         if (wait_ms != 0 && rowlock__interrupted(c)) { /* rowlock_client_interrupt() */
             if (queued)

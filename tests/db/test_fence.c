@@ -388,6 +388,44 @@ static void test_fence__shared_holders_fence_on_their_entry(void **state)
     tu_mysql_close(m2);
 }
 
+/* Readers that joined share their opener's token. The SQL form, given
+ * (name, token), fences a live reader of that token: with the greatest
+ * owner's lease ended and another's running, it commits (0005's procedure
+ * picked the greatest owner and refused: planted back, fails); with both
+ * ended, it refuses. The C form fences each caller's own entry. */
+static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    data_fresh();
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
+    so.mode = ROWLOCK_MODE_SHARED;
+    rowlock_lock *ra = NULL, *rb = NULL;
+    assert_rc(rowlock_lock_new(&ra, a, "joined", &so), 0, a);
+    assert_rc(rowlock_lock_new(&rb, b, "joined", &so), 0, b);
+    tu_register_lock(ra);
+    tu_register_lock(rb);
+    /* The greater owner gets the short lease. */
+    const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
+    rowlock_lock *lapsing = a_greater ? ra : rb, *live = a_greater ? rb : ra;
+    assert_rc(rowlock_acquire(ra, 0, a_greater ? 1000 : TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(rb, 0, a_greater ? TU_LEASE_LONG : 1000), 0, b);
+    assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb)); /* b joined a */
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    tu_sleep_ms(1300);
+    assert_int_equal(fenced_txn(live, m, 1), 0);
+    assert_int_equal(fenced_txn(lapsing, m, 1), 0); /* the same (name, token) */
+    assert_int_equal(fenced_txn(live, m, 0), 0);
+    assert_int_equal(fenced_txn(lapsing, m, 0), ROWLOCK_EFENCED);
+    assert_rc(rowlock_release(live), 0, live == ra ? a : b);
+    assert_int_equal(fenced_txn(lapsing, m, 1), ROWLOCK_EFENCED);
+    release_any(lapsing);
+    tu_mysql_close(m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_FOR_UPDATE) {
@@ -408,6 +446,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fence__a_holder_paused_past_its_lease_cannot_commit_sql, tu_setup,
                                         tu_teardown),
         cmocka_unit_test_setup_teardown(test_fence__shared_holders_fence_on_their_entry, tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fence__readers_sharing_a_token_fence_while_one_holds, tu_setup,
+                                        tu_teardown),
     };
     char name[64];
     snprintf(name, sizeof name, "fence_%s", argv[1]);

@@ -619,6 +619,113 @@ static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(
 }
 
 /*
+ * Joining readers (one server): once a reader found no writer (holder or
+ * waiter) and opened the name, a reader without a hold of its own is
+ * granted in one autocommitted statement (hold-join) with the opener's
+ * token: no transaction, no token draw. A writer's draw closes the name:
+ * the next reader tries the join, then makes the attempt, and queues
+ * behind the writer; after the writer, a reader opens the name again with
+ * a greater token. Semaphores do not join. Planted join that ignores the
+ * names row's shared_token: a reader is granted while the writer holds
+ * (fails here, and in db_modes' history check).
+ */
+static const char *const JOIN_TAGS[] = { "hold-join", "hold-begin", "hold-draw", "hold-write" };
+
+static void join_arm(rowlock_client *c)
+{
+    rowlock__fault_clear(c);
+    for (int i = 0; i < 4; i++)
+        arm(c, JOIN_TAGS[i], 0, ROWLOCK__FAULT_STALL, 0);
+}
+
+/* How many `tag` statements c ran since its last join_arm(). */
+static unsigned fired(rowlock_client *c, const char *tag)
+{
+    unsigned n = rowlock__fault_fired(c, tag);
+    for (int i = 0; i < 4; i++)
+        if (strcmp(JOIN_TAGS[i], tag) == 0)
+            return n;
+    fail_msg("unknown tag %s", tag);
+    return 0;
+}
+
+static void test_acquire__readers_join_in_one_statement_until_a_writer_draws(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C(), *w = C();
+    rowlock_lock *ra = sem_handle(a, "x-join", 0), *rb = sem_handle(b, "x-join", 0);
+    rowlock_lock *wx = tu_lock(w, "x-join", ROWLOCK_STRATEGY_INSERT);
+    join_arm(a);
+    join_arm(b);
+    /* The first reader: the name's first shared use, an attempt (it opens). */
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a);
+    const uint64_t t_open = rowlock_lock_token(ra);
+    assert_true(fired(a, "hold-draw") >= 1); /* a first use: a draw, the conversion, a draw */
+    join_arm(a);
+    /* The second joins: one statement. */
+    assert_rc(rowlock_acquire(rb, 0, 60000), 0, b);
+    assert_int_equal(fired(b, "hold-join"), 1);
+    assert_int_equal(fired(b, "hold-begin"), 0);
+    assert_int_equal(fired(b, "hold-draw"), 0);
+    assert_int_equal(fired(b, "hold-write"), 0);
+    join_arm(b);
+    assert_true(rowlock_lock_token(rb) == t_open);
+    assert_int_equal(entries_granted("x-join"), 2);
+    /* A writer that tries once and loses writes nothing: still open. */
+    assert_rc(rowlock_acquire(wx, 0, 60000), ROWLOCK_EBUSY, w);
+    assert_rc(rowlock_release(rb), 0, b);
+    assert_rc(rowlock_acquire(rb, 0, 60000), 0, b);
+    assert_int_equal(fired(b, "hold-join"), 1);
+    assert_int_equal(fired(b, "hold-draw"), 0);
+    join_arm(b);
+    assert_rc(rowlock_release(rb), 0, b);
+    /* A writer that queues draws a token: closed. The reader tries the
+     * join, then the attempt, and is refused behind the writer. */
+    silent_arg sw = { wx, 20000, -99 };
+    pthread_t tw;
+    assert_int_equal(pthread_create(&tw, NULL, silent_acquire, &sw), 0);
+    while (entries_of("x-join", 0) < 1)
+        rowlock__sleep_us(2000);
+    assert_rc(rowlock_acquire(rb, 0, 60000), ROWLOCK_EBUSY, b);
+    assert_int_equal(fired(b, "hold-join"), 1);
+    assert_int_equal(fired(b, "hold-draw"), 1);
+    join_arm(b);
+    /* The writer gets it at the first reader's release; meanwhile no reader. */
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_int_equal(pthread_join(tw, NULL), 0);
+    assert_rc(sw.rc, 0, w);
+    const uint64_t t_writer = rowlock_lock_token(wx);
+    assert_true(t_writer > t_open);
+    assert_rc(rowlock_acquire(rb, 0, 60000), ROWLOCK_EBUSY, b);
+    assert_int_equal(fired(b, "hold-join"), 1);
+    join_arm(b);
+    assert_rc(rowlock_release(wx), 0, w);
+    /* After the writer: the next reader opens again, above the writer's
+     * token; the one after it joins with that token. */
+    assert_rc(rowlock_acquire(rb, 0, 60000), 0, b);
+    assert_int_equal(fired(b, "hold-draw"), 1);
+    join_arm(b);
+    assert_true(rowlock_lock_token(rb) > t_writer);
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a);
+    assert_int_equal(fired(a, "hold-join"), 1);
+    assert_int_equal(fired(a, "hold-draw"), 0);
+    join_arm(a);
+    assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb));
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_release(rb), 0, b);
+    /* Semaphores do not join: each holder draws its own token. */
+    rowlock_lock *sa = sem_handle(a, "x-join-sem", 3), *sb = sem_handle(b, "x-join-sem", 3);
+    assert_rc(rowlock_acquire(sa, 0, 60000), 0, a);
+    join_arm(b);
+    assert_rc(rowlock_acquire(sb, 0, 60000), 0, b);
+    assert_int_equal(fired(b, "hold-join"), 0);
+    assert_int_equal(fired(b, "hold-draw"), 1);
+    assert_true(rowlock_lock_token(sb) > rowlock_lock_token(sa));
+    assert_rc(rowlock_release(sa), 0, a);
+    assert_rc(rowlock_release(sb), 0, b);
+}
+
+/*
  * Readers waiting for a one-row (exclusive) holder wait on its hint in
  * slices as long as its lease, and make no attempt while a slice passes
  * with the row still held: before, each made an attempt (5 statements)
@@ -1381,6 +1488,7 @@ int main(int argc, char **argv)
         FT(test_acquire__readers_of_a_holder_without_its_hint_do_not_poll),
         FT(test_acquire__an_idle_semaphore_head_looks_less_and_less_often),
         FT(test_acquire__a_lone_head_waits_longer_slices_without_claims),
+        FT(test_acquire__readers_join_in_one_statement_until_a_writer_draws),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),

@@ -1,0 +1,58 @@
+-- 0008: shared locks join in one statement (issue 27 item 2).
+--
+-- Minimum server: MariaDB 10.3 (ADD COLUMN IF NOT EXISTS, instant ADD
+-- COLUMN); tested on MariaDB 10.11. src/holders.c ("Joining readers") is
+-- the design.
+--
+-- {{table}} is replaced as in 0001. Statements end with ";" at the end of a
+-- line, except inside a stored routine (as in 0005: it starts after a
+-- "-- rowlock:routine" line and ends at the line "END;"). Every statement
+-- is safe to run again. Live locks
+-- survive: an instant column addition with a default, nothing rewritten.
+--
+-- shared_token  on the names table, for a multi-holder name (mode = 1)
+--               without permits: the token of the last shared grant that
+--               found no exclusive entry of the name (holder or waiter,
+--               live or not), set by that grant's own token draw. While
+--               the row's token is still it (every exclusive acquirer's
+--               draw changes the token, in this version and in every
+--               earlier one), a shared acquirer may join with one
+--               autocommitted statement that share-locks the names row
+--               and writes its entry with that token. 0: never.
+ALTER TABLE `{{table}}` ADD COLUMN IF NOT EXISTS shared_token BIGINT UNSIGNED NOT NULL DEFAULT 0;
+
+-- The fence's SQL form (0005) looked a holders-table grant up by (name,
+-- token) and fenced the greatest owner with that token. Readers that joined
+-- share their opener's token, so it now fences a live one of them: one
+-- whose lease has not ended (the UPDATE below checks it again under the
+-- entry's lock). While any reader of that token holds, no writer can have
+-- got in since; when none does, the call fails with RLF01 as before (the
+-- names row of a multi-holder name has no owner, so the fallback UPDATE
+-- matches nothing).
+-- rowlock:routine
+CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
+  MODIFIES SQL DATA
+  SQL SECURITY INVOKER
+  COMMENT 'rowlock: commit the open transaction only under the current grant (name, token); SQLSTATE RLF01 if it is not'
+BEGIN
+  DECLARE n INT DEFAULT 0;
+  DECLARE holder VARBINARY(190) DEFAULT NULL;
+  IF @@in_transaction = 0 AND @@autocommit = 1 THEN
+    SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
+  END IF;
+  SELECT MAX(owner) INTO holder FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1
+    AND expires_at > UTC_TIMESTAMP(6);
+  IF holder IS NULL THEN
+    UPDATE `{{table}}` SET fences = fences + 1
+      WHERE name = lock_name AND token = lock_token AND count > 0 AND owner IS NOT NULL AND owner <> '';
+    SET n = ROW_COUNT();
+  ELSE
+    UPDATE `{{table}}_hold` SET fences = fences + 1
+      WHERE name = lock_name AND owner = holder AND token = lock_token AND granted = 1
+        AND expires_at > UTC_TIMESTAMP(6);
+    SET n = ROW_COUNT();
+  END IF;
+  IF n = 0 THEN
+    SIGNAL SQLSTATE 'RLF01' SET MESSAGE_TEXT = 'rowlock fence: the grant is no longer the current one (lease ended and taken, released or purged): roll back';
+  END IF;
+END;
