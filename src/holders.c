@@ -1201,8 +1201,7 @@ static int hold_wait(rowlock_lock *l, const blocked *b, int64_t deadline, int64_
             return HW_LOOK;
         double slice = rowlock__queue_slice_s(c, deadline);
         if (b->sem_head) {
-            double cap = (double)(rowlock__now_us() - began) / 4e6;
-            cap = cap < SEM_SLICE_S ? SEM_SLICE_S : cap > SEM_SLICE_MAX_S ? SEM_SLICE_MAX_S : cap;
+            const double cap = rowlock__quarter_slice_s(rowlock__now_us() - began, SEM_SLICE_S, SEM_SLICE_MAX_S);
             if (slice > cap)
                 slice = cap;
         }

@@ -516,12 +516,9 @@ static int wait_loop(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, attempt
                 seen_token = held_token;
                 seen_since = rowlock__now_us();
             }
-            const double to_end = (double)held_ms / 1e3 + 0.001;
-            double cap = (double)(rowlock__now_us() - seen_since) / 4e6; /* a quarter of this grant's time */
-            if (cap < 1.0)
-                cap = 1.0;
-            if (cap > to_end)
-                cap = to_end;
+            /* a quarter of this grant's time, at least 1 s, up to its lease's end */
+            const double cap = rowlock__quarter_slice_s(rowlock__now_us() - seen_since, 1.0,
+                                                        (double)held_ms / 1e3 + 0.001);
             slice = rowlock__queue_slice_s(l->client, deadline);
             if (slice > cap)
                 slice = cap;

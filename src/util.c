@@ -69,6 +69,16 @@ int64_t rowlock__backoff_us(unsigned attempt, int64_t base_us, int64_t cap_us, u
     return half + (int64_t)(((uint64_t)rnd * (uint64_t)(step - half + 1)) >> 32);
 }
 
+double rowlock__quarter_slice_s(int64_t elapsed_us, double lo, double hi)
+{
+    double q = (double)(elapsed_us > 0 ? elapsed_us : 0) / 4e6;
+    if (q < lo)
+        q = lo;
+    if (q > hi)
+        q = hi;
+    return q;
+}
+
 const char *rowlock__utf8_check(const unsigned char *s, size_t n, size_t *bad_at)
 {
     size_t i = 0;

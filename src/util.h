@@ -16,6 +16,13 @@ int rowlock__random_bytes(void *buf, size_t n);
  * base * 2^attempt). `rnd` is a uniformly random 32-bit value (passed in so
  * tests are deterministic). */
 int64_t rowlock__backoff_us(unsigned attempt, int64_t base_us, int64_t cap_us, uint32_t rnd);
+/* A waiter's slice while nothing it watches changes: a quarter of the time
+ * it has seen things as they are (elapsed_us), at least lo and at most hi
+ * seconds (hi wins if hi < lo: a lease that ends sooner). A change is then noticed within a quarter of
+ * the time it took to come, and an idle waiter's statements thin out as
+ * ln(t): the queue's head (lease.c) and the semaphore's first waiter
+ * (holders.c). */
+double rowlock__quarter_slice_s(int64_t elapsed_us, double lo, double hi);
 uint32_t rowlock__rand32(uint64_t *state);
 void rowlock__sleep_us(int64_t us);
 /* Returns NULL if valid, else a static reason. */

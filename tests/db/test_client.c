@@ -945,6 +945,44 @@ static void test_interrupt__acquire_many_gives_back_what_it_took(void **state)
     assert_rc(rowlock_release(other_b), 0, o);
 }
 
+/* A wrapped connection (the application's) cannot be cut, so an interrupt
+ * takes effect when the current wait statement ends. The head of a name's
+ * queue waits in slices of a quarter of the time it has seen the grant (at
+ * least 1 s): after 6 s at the head, an interrupt returns within about 2 s,
+ * not at the holder's lease end (60 s). Planted lease-long slices: about
+ * 50 s, fails. */
+static void test_interrupt__a_wrapped_head_returns_at_the_end_of_its_slice(void **state)
+{
+    (void)state;
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    rowlock_client *c = new_client(), *h = tu_client("t_client");
+    rowlock_client_options o = ROWLOCK_CLIENT_OPTIONS_INIT;
+    o.table = "t_client";
+    assert_rc(rowlock_client_wrap(c, m, &o), 0, c);
+    rowlock_lock *lh = tu_lock(h, "wrap-intr", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lw = tu_lock(c, "wrap-intr", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(lh, 0, TU_LEASE_LONG), 0, h);
+    acquire_in_thread a = { lw, -99 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, acquire_forever, &a), 0);
+    wait_heads_queue("wrap-intr");
+    tu_sleep_ms(6000);
+    const int64_t t0 = tu_now_us();
+    rowlock_client_interrupt(c);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    const long long took_ms = (long long)((tu_now_us() - t0) / 1000);
+    fprintf(stderr, "wrapped head: returned %lld ms after the interrupt\n", took_ms);
+    assert_rc(a.rc, ROWLOCK_EBUSY, c);
+    tu_assert_msg_has(c, "interrupted", __FILE__, __LINE__);
+    assert_true(took_ms < 4000);
+    assert_rc(rowlock_release(lh), 0, h);
+    tu_lock_free(lw);
+    tu_client_free(c);
+    assert_int_equal(tu_mysql_query(m, "SELECT 1"), 0); /* the application's connection is intact */
+    tu_mysql_close(m);
+}
+
 static void test_wrap__uses_the_connection_and_free_does_not_close_it(void **state)
 {
     (void)state;
@@ -1027,6 +1065,7 @@ int main(int argc, char **argv)
         TU_TEST(test_client__connects_and_reports_the_server),
         TU_TEST(test_interrupt__ends_a_waiting_acquire_and_is_cleared),
         TU_TEST(test_interrupt__a_lock_handed_to_the_cut_wait_is_given_back),
+        TU_TEST(test_interrupt__a_wrapped_head_returns_at_the_end_of_its_slice),
         TU_TEST(test_interrupt__acquire_many_gives_back_what_it_took),
         TU_TEST(test_errors__every_code_has_a_name_and_a_sentence),
         TU_TEST(test_connect__nothing_listening_gives_edb_naming_the_host),

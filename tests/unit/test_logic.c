@@ -15,6 +15,20 @@
 
 #include "rowlock_int.h"
 
+/* ---- a waiter's slice while nothing changes ------------------------------------ */
+
+static void test_quarter_slice__a_quarter_of_the_time_seen_within_its_bounds(void **state)
+{
+    (void)state;
+    assert_true(rowlock__quarter_slice_s(0, 1.0, 30.0) == 1.0);          /* at least lo */
+    assert_true(rowlock__quarter_slice_s(-5000000, 0.25, 5.0) == 0.25);  /* a clock read early */
+    assert_true(rowlock__quarter_slice_s(8000000, 1.0, 30.0) == 2.0);    /* 8 s seen: 2 s */
+    assert_true(rowlock__quarter_slice_s(12000000, 0.25, 5.0) == 3.0);
+    assert_true(rowlock__quarter_slice_s(600000000, 0.25, 5.0) == 5.0);  /* at most hi */
+    assert_true(rowlock__quarter_slice_s(600000000, 1.0, 0.4) == 0.4);   /* a lease ending sooner wins */
+    assert_true(rowlock__quarter_slice_s(0, 1.0, 0.4) == 0.4);
+}
+
 /* ---- backoff ------------------------------------------------------------------ */
 
 static const uint32_t some_rnd[] = { 0u, 1u, 2u, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu,
@@ -728,6 +742,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc32__matches_the_servers_crc32),
+        cmocka_unit_test(test_quarter_slice__a_quarter_of_the_time_seen_within_its_bounds),
         cmocka_unit_test(test_backoff__stays_between_half_base_and_capped_envelope),
         cmocka_unit_test(test_backoff__never_exceeds_cap_even_for_huge_attempts),
         cmocka_unit_test(test_backoff__grows_with_attempts_until_the_cap),
