@@ -21,14 +21,17 @@
 --               and writes its entry with that token. 0: never.
 ALTER TABLE `{{table}}` ADD COLUMN IF NOT EXISTS shared_token BIGINT UNSIGNED NOT NULL DEFAULT 0;
 
--- The fence's SQL form (0005) looked a holders-table grant up by (name,
--- token) and fenced the greatest owner with that token. Readers that joined
--- share their opener's token, so it now fences a live one of them: one
--- whose lease has not ended (the UPDATE below checks it again under the
--- entry's lock). While any reader of that token holds, no writer can have
--- got in since; when none does, the call fails with RLF01 as before (the
--- names row of a multi-holder name has no owner, so the fallback UPDATE
--- matches nothing).
+-- The fence's SQL form, for readers that joined: they share their opener's
+-- token, so (name, token) no longer names one entry. While the name is
+-- still open at that token (shared_token = token = the token given), no
+-- exclusive acquirer has drawn a token since the readers of that token
+-- were granted, so no writer got in; the names row is then read under a
+-- shared lock, which keeps every writer's draw waiting until this
+-- transaction ends, and no entry is locked (the readers' renewals and
+-- releases go on). As for the exclusive row, a lease that ended but that
+-- nobody took yet still fences. Otherwise (a name closed by a writer's
+-- draw, a semaphore, an exclusive holder, a Galera node, where a shared
+-- lock does not reach the other nodes) the entry is fenced as 0005 did.
 -- rowlock:routine
 CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
   MODIFIES SQL DATA
@@ -40,17 +43,24 @@ BEGIN
   IF @@in_transaction = 0 AND @@autocommit = 1 THEN
     SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
   END IF;
-  SELECT MAX(owner) INTO holder FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1
-    AND expires_at > UTC_TIMESTAMP(6);
-  IF holder IS NULL THEN
-    UPDATE `{{table}}` SET fences = fences + 1
-      WHERE name = lock_name AND token = lock_token AND count > 0 AND owner IS NOT NULL AND owner <> '';
-    SET n = ROW_COUNT();
-  ELSE
-    UPDATE `{{table}}_hold` SET fences = fences + 1
-      WHERE name = lock_name AND owner = holder AND token = lock_token AND granted = 1
-        AND expires_at > UTC_TIMESTAMP(6);
-    SET n = ROW_COUNT();
+  IF @@wsrep_on = 0 THEN
+    SELECT COUNT(*) INTO n FROM `{{table}}`
+      WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0 AND token = lock_token
+        AND shared_token = lock_token
+      LOCK IN SHARE MODE;
+  END IF;
+  IF n = 0 THEN
+    SELECT MAX(owner) INTO holder FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1;
+    IF holder IS NULL THEN
+      UPDATE `{{table}}` SET fences = fences + 1
+        WHERE name = lock_name AND token = lock_token AND count > 0 AND owner IS NOT NULL AND owner <> '';
+      SET n = ROW_COUNT();
+    ELSE
+      UPDATE `{{table}}_hold` SET fences = fences + 1
+        WHERE name = lock_name AND owner = holder AND token = lock_token AND granted = 1
+          AND expires_at > UTC_TIMESTAMP(6);
+      SET n = ROW_COUNT();
+    END IF;
   END IF;
   IF n = 0 THEN
     SIGNAL SQLSTATE 'RLF01' SET MESSAGE_TEXT = 'rowlock fence: the grant is no longer the current one (lease ended and taken, released or purged): roll back';

@@ -82,7 +82,13 @@
  *   - the join touches no other entry, so it takes no gap lock a second
  *     joiner's insert would wait for;
  *   - on a cluster row locks are node-local: no join there (DRAW_CL leaves
- *     shared_token alone, and joins are not tried).
+ *     shared_token alone, and joins are not tried);
+ *   - after a failover (epoch.c) a promoted replica may carry a name opened
+ *     before writers whose greater tokens it never received: no join below
+ *     the epoch's token floor (the first reader draws above it and opens
+ *     again);
+ *   - the new token is stored as LAST_INSERT_ID(), which sql_mode
+ *     SIMULTANEOUS_ASSIGNMENT does not turn into the old value.
  *   Tokens: joiners get the opener's token, so readers of one open spell
  *   may share a token; every exclusive grant's token is still greater than
  *   every earlier grant's, and every grant's token at least every earlier
@@ -252,13 +258,15 @@ static const char SQL_ROLLBACK[] = "/* rowlock:hold-rollback */ ROLLBACK";
  * subquery is correlated with the names row, so it runs once that row is
  * locked: every exclusive entry was written under this lock (a DRAW), so
  * all are committed and seen; an exclusive acquirer's DRAW leaves
- * shared_token behind the token. Assignments run left to right: `token`
- * and `permits` in the last one are the new values. */
+ * shared_token behind the token. The new token is read back as
+ * LAST_INSERT_ID(), not `token`: with sql_mode SIMULTANEOUS_ASSIGNMENT a
+ * column in an assignment is its old value (`permits` is unchanged when
+ * the acquire opens: it has no permits). */
 static const char SQL_DRAW[] =
     "/* rowlock:hold-draw */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}` SET token = LAST_INSERT_ID(GREATEST(token + 1, " ROWLOCK__NEW_TOKEN ")),"
     " permits = IF(? > 0 AND permits = 0, ?, permits),"
     " shared_token = IF(? AND permits = 0 AND NOT EXISTS (SELECT 1 FROM `{{table}}_hold` x"
-    " WHERE x.name = `{{table}}`.name AND x.mode = 0), token, shared_token) "
+    " WHERE x.name = `{{table}}`.name AND x.mode = 0), LAST_INSERT_ID(), shared_token) "
     "WHERE name = ? AND strategy = ? AND mode = 1 AND owner = ''";
 
 /* On a cluster every write of an attempt's transaction changes nothing
@@ -380,7 +388,11 @@ static const char SQL_WRITE_CL[] =
  * no GROUP BY here). Params:
  * owner, wake, wake, lease µs, lease µs, name, strategy. Rows changed: 1
  * joined (LAST_INSERT_ID: the token), 0 not (closed, a semaphore, not a
- * multi-holder row, or an entry of ours already there: left as it was). */
+ * multi-holder row, or an entry of ours already there: left as it was).
+ * Not below the failover epoch's token floor (epoch.c): a promoted replica
+ * may carry a name opened before writers it never received were granted
+ * greater tokens; its first reader then draws (above the floor) and opens
+ * again. */
 static const char SQL_JOIN[] =
     "/* rowlock:hold-join */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
     "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
@@ -388,7 +400,8 @@ static const char SQL_JOIN[] =
     " 1 + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
     " LAST_INSERT_ID(t.token), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ? "
     "FROM `{{table}}` t WHERE t.name = ? AND t.strategy = ? AND t.mode = 1 AND t.owner = '' AND t.permits = 0"
-    " AND t.token > 0 AND t.shared_token = t.token "
+    " AND t.token > 0 AND t.shared_token = t.token"
+    " AND t.token > IFNULL((SELECT e.token_floor FROM `{{table}}_epoch` e WHERE e.id = 1), 0) "
     "LOCK IN SHARE MODE "
     "ON DUPLICATE KEY UPDATE `{{table}}_hold`.gen = `{{table}}_hold`.gen";
 

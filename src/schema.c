@@ -227,6 +227,9 @@ static const struct promise {
     { 5, P_COLUMN, "_hold", "fences", "column" },
     { 5, P_ROUTINE, "_fence", "PROCEDURE", "fence procedure" },
     { 6, P_OBJECT, "_epoch", "BASE TABLE", "failover epoch table" },
+    { 7, P_COLUMN, "_hold", "gen", "column" },
+    { 7, P_COLUMN, "_hold", "lease_us", "column" },
+    { 8, P_COLUMN, "", "shared_token", "column" },
 };
 static const char SQL_HAS_OBJECT[] =
     "/* rowlock:schema-audit */ SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "

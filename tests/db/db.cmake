@@ -141,6 +141,14 @@ rowlock_inject_program(test_modes_inject ${_db}/test_modes.c)
 add_test(NAME db_modes_insert_cluster_rule COMMAND test_modes_inject insert)
 rowlock_db_test(db_modes_insert_cluster_rule TIMEOUT 300)
 set_property(TEST db_modes_insert_cluster_rule APPEND PROPERTY ENVIRONMENT "ROWLOCK_LEASE_RULE=cluster")
+# Readers and writers again under sql_mode SIMULTANEOUS_ASSIGNMENT (the
+# token draw that opens a name to joining readers must store the new token
+# either way); own table t_modes_sa.
+add_test(NAME db_modes_insert_simultaneous_assignment COMMAND test_modes insert "*shared*")
+rowlock_db_test(db_modes_insert_simultaneous_assignment TIMEOUT 300)
+set_tests_properties(db_modes_insert_simultaneous_assignment PROPERTIES
+  ENVIRONMENT "ROWLOCK_DEFAULTS_FILE=${ROWLOCK_SA_DEFAULTS_FILE};ROWLOCK_SANDBOX=${ROWLOCK_SANDBOX_SCRIPT};ROWLOCK_SANDBOX_DIR=${ROWLOCK_SANDBOX_DIR};ROWLOCK_TEST_SQL_MODE=SIMULTANEOUS_ASSIGNMENT"
+  FIXTURES_REQUIRED "sandbox;sandbox_sa")
 # rowlock_downgrade: exclusive to shared without letting go (insert; the
 # other strategies' refusals too).
 rowlock_db_program(test_downgrade ${_db}/test_downgrade.c)

@@ -388,18 +388,21 @@ static void test_fence__shared_holders_fence_on_their_entry(void **state)
     tu_mysql_close(m2);
 }
 
-/* Readers that joined share their opener's token. The SQL form, given
- * (name, token), fences a live reader of that token: with the greatest
- * owner's lease ended and another's running, it commits (0005's procedure
- * picked the greatest owner and refused: planted back, fails); with both
- * ended, it refuses. The C form fences each caller's own entry. */
+/* Readers that joined share their opener's token, so (name, token) names
+ * no single entry. While the name is still open at that token (no writer
+ * drew since), the SQL form share-locks the names row and no entry: it
+ * commits for any reader of that token (a lapsed one too: nobody took the
+ * name), and the other readers' renewals go on meanwhile (0005's procedure
+ * locked the greatest owner's entry and refused when that one had lapsed:
+ * planted back, fails). Once a writer took the name, it refuses. The C
+ * form fences each caller's own entry. */
 static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **state)
 {
     (void)state;
     if (S != ROWLOCK_STRATEGY_INSERT)
         skip();
     data_fresh();
-    rowlock_client *a = C(), *b = C();
+    rowlock_client *a = C(), *b = C(), *w = C();
     rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
     so.mode = ROWLOCK_MODE_SHARED;
     rowlock_lock *ra = NULL, *rb = NULL;
@@ -407,9 +410,11 @@ static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **sta
     assert_rc(rowlock_lock_new(&rb, b, "joined", &so), 0, b);
     tu_register_lock(ra);
     tu_register_lock(rb);
+    rowlock_lock *wx = tu_lock(w, "joined", S);
     /* The greater owner gets the short lease. */
     const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
     rowlock_lock *lapsing = a_greater ? ra : rb, *live = a_greater ? rb : ra;
+    rowlock_client *live_c = a_greater ? b : a;
     assert_rc(rowlock_acquire(ra, 0, a_greater ? 1000 : TU_LEASE_LONG), 0, a);
     assert_rc(rowlock_acquire(rb, 0, a_greater ? TU_LEASE_LONG : 1000), 0, b);
     assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb)); /* b joined a */
@@ -417,11 +422,27 @@ static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **sta
     assert_non_null(m);
     tu_sleep_ms(1300);
     assert_int_equal(fenced_txn(live, m, 1), 0);
-    assert_int_equal(fenced_txn(lapsing, m, 1), 0); /* the same (name, token) */
+    assert_int_equal(fenced_txn(lapsing, m, 1), 0); /* the same (name, token); nobody took the name */
     assert_int_equal(fenced_txn(live, m, 0), 0);
     assert_int_equal(fenced_txn(lapsing, m, 0), ROWLOCK_EFENCED);
-    assert_rc(rowlock_release(live), 0, live == ra ? a : b);
+    /* A fenced transaction left open locks no reader's entry: the live
+     * reader renews at once meanwhile. */
+    void *m2 = tu_mysql_connect(NULL, 0);
+    assert_non_null(m2);
+    assert_int_equal(tu_mysql_query(m2, "START TRANSACTION"), 0);
+    char st[6];
+    assert_int_equal(call_fence(m2, "joined", rowlock_lock_token(live), st), 0);
+    int64_t t0 = tu_now_us();
+    assert_rc(rowlock_renew(live, TU_LEASE_LONG), 0, live_c);
+    assert_true(tu_ms_since(t0) < 500);
+    assert_int_equal(tu_mysql_query(m2, "COMMIT"), 0);
+    tu_mysql_close(m2);
+    /* The live reader leaves; the writer takes the name (the lapsed entry
+     * passed over): the SQL form refuses now. */
+    assert_rc(rowlock_release(live), 0, live_c);
+    assert_rc(rowlock_acquire(wx, 10000, TU_LEASE_LONG), 0, w);
     assert_int_equal(fenced_txn(lapsing, m, 1), ROWLOCK_EFENCED);
+    assert_rc(rowlock_release(wx), 0, w);
     release_any(lapsing);
     tu_mysql_close(m);
 }

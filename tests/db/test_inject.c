@@ -625,7 +625,8 @@ static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(
  * token: no transaction, no token draw. A writer's draw closes the name:
  * the next reader tries the join, then makes the attempt, and queues
  * behind the writer; after the writer, a reader opens the name again with
- * a greater token. Semaphores do not join. Planted join that ignores the
+ * a greater token; none joins at or below the failover epoch's token
+ * floor. Semaphores do not join. Planted join that ignores the
  * names row's shared_token: a reader is granted while the writer holds
  * (fails here, and in db_modes' history check).
  */
@@ -713,6 +714,27 @@ static void test_acquire__readers_join_in_one_statement_until_a_writer_draws(voi
     assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb));
     assert_rc(rowlock_release(ra), 0, a);
     assert_rc(rowlock_release(rb), 0, b);
+    /* After a failover the token floor is above the open name's token (a
+     * promoted replica may not have the writers' greater tokens): no join;
+     * the next reader draws, above the floor, and opens again. */
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a); /* the spell rb opened goes on */
+    const uint64_t t_spell = rowlock_lock_token(ra);
+    assert_int_equal(fired(a, "hold-draw"), 0);
+    assert_rc(rowlock_release(ra), 0, a);
+    tu_sql(tu_defaults_file(), 0, "UPDATE `" TABLE "_epoch` SET token_floor = %llu WHERE id = 1",
+           (unsigned long long)t_spell);
+    join_arm(b);
+    assert_rc(rowlock_acquire(rb, 0, 60000), 0, b);
+    assert_int_equal(fired(b, "hold-join"), 1);
+    assert_int_equal(fired(b, "hold-draw"), 1);
+    assert_true(rowlock_lock_token(rb) > t_spell);
+    join_arm(a);
+    assert_rc(rowlock_acquire(ra, 0, 60000), 0, a);
+    assert_int_equal(fired(a, "hold-draw"), 0);
+    assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb));
+    assert_rc(rowlock_release(ra), 0, a);
+    assert_rc(rowlock_release(rb), 0, b);
+    tu_sql(tu_defaults_file(), 0, "UPDATE `" TABLE "_epoch` SET token_floor = 0 WHERE id = 1");
     /* Semaphores do not join: each holder draws its own token. */
     rowlock_lock *sa = sem_handle(a, "x-join-sem", 3), *sb = sem_handle(b, "x-join-sem", 3);
     assert_rc(rowlock_acquire(sa, 0, 60000), 0, a);

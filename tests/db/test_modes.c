@@ -901,8 +901,11 @@ int main(int argc, char **argv)
     }
     char name[64];
     const char *rule = getenv("ROWLOCK_LEASE_RULE"); /* the seam build's forced rule: a table of its own */
+    const char *sql_mode = getenv("ROWLOCK_TEST_SQL_MODE"); /* db_modes_insert_simultaneous_assignment */
     snprintf(TABLE, sizeof TABLE, "t_modes_%s", rule && strcmp(rule, "cluster") == 0 ? "cl"
-                                                : S == ROWLOCK_STRATEGY_INSERT ? "insert" : "fu");
+                                                : sql_mode && *sql_mode                  ? "sa"
+                                                : S == ROWLOCK_STRATEGY_INSERT           ? "insert"
+                                                                                         : "fu");
     snprintf(name, sizeof name, "modes (%s)", argv[1]);
     return tu_main(name, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
 }
