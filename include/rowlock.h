@@ -843,13 +843,16 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * no commit of its own: the write commits with the application's data.
  * SQL form: CALL `<table>_fence`(name, token) (sql/0005_fenced_writes.sql).
  * Readers that joined share a token (rowlock_lock_token()), so (name,
- * token) names no single entry: while the name is still open at that token
+ * token) names no single entry. While the name is still open at that token
  * (no writer drew one since), the SQL form share-locks the name's row, not
  * an entry (writers wait for the commit; readers' renewals go on), and
- * commits for any reader of that token (as for the exclusive row, a lease
- * that ended but that nobody took still fences); after a writer drew, it
- * fences an entry of that token as before. The C form fences the caller's
- * own entry.
+ * commits for that token whoever calls it: also for a reader of that spell
+ * whose lease ended or who released (no writer got in since, and none can
+ * before the commit). After a writer drew, it fences the entry of that
+ * token with the greatest owner, as for a token of its own: for readers
+ * that may be another reader's entry (refused if that one left; locked
+ * until the commit otherwise). The C form fences the caller's own entry:
+ * prefer it for readers.
  * @return 0; ROWLOCK_EFENCED the grant is not current: roll back (nothing
  *   was written by this call); ROWLOCK_EINVALID (mysql NULL, the handle holds
  *   nothing, or `mysql` is not inside a transaction: autocommit would commit

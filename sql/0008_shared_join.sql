@@ -23,15 +23,23 @@ ALTER TABLE `{{table}}` ADD COLUMN IF NOT EXISTS shared_token BIGINT UNSIGNED NO
 
 -- The fence's SQL form, for readers that joined: they share their opener's
 -- token, so (name, token) no longer names one entry. While the name is
--- still open at that token (shared_token = token = the token given), no
--- exclusive acquirer has drawn a token since the readers of that token
--- were granted, so no writer got in; the names row is then read under a
--- shared lock, which keeps every writer's draw waiting until this
--- transaction ends, and no entry is locked (the readers' renewals and
--- releases go on). As for the exclusive row, a lease that ended but that
--- nobody took yet still fences. Otherwise (a name closed by a writer's
--- draw, a semaphore, an exclusive holder, a Galera node, where a shared
--- lock does not reach the other nodes) the entry is fenced as 0005 did.
+-- still open at that token (shared_token = token = the token given, above
+-- the failover epoch's token floor), no exclusive acquirer has drawn a
+-- token since the readers of that token were granted, so no writer got in;
+-- the names row is then read under a shared lock, which keeps every
+-- writer's draw waiting until this transaction ends, and no entry is
+-- locked (the readers' renewals and releases go on). That holds for the
+-- token, not for one caller: it commits for any reader of that spell,
+-- one whose lease ended or who released too. A plain read first: only a
+-- multi-holder row takes that shared lock (a one-row grant's row is
+-- updated below, and a shared lock taken first would have to become
+-- exclusive: a deadlock with a renewal queued in between). Otherwise (a
+-- name closed by a writer's draw, a semaphore, an exclusive holder, a
+-- Galera node, where a shared lock does not reach the other nodes; wsrep_on
+-- is read from information_schema, which also answers on a server built
+-- without wsrep) the entry is fenced as 0005 did: the greatest owner's
+-- entry of that token, which for readers of a closed name may be another
+-- reader's (the C form fences the caller's own).
 -- rowlock:routine
 CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
   MODIFIES SQL DATA
@@ -39,14 +47,19 @@ CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lo
   COMMENT 'rowlock: commit the open transaction only under the current grant (name, token); SQLSTATE RLF01 if it is not'
 BEGIN
   DECLARE n INT DEFAULT 0;
+  DECLARE open_seen INT DEFAULT 0;
   DECLARE holder VARBINARY(190) DEFAULT NULL;
   IF @@in_transaction = 0 AND @@autocommit = 1 THEN
     SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
   END IF;
-  IF @@wsrep_on = 0 THEN
-    SELECT COUNT(*) INTO n FROM `{{table}}`
-      WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0 AND token = lock_token
-        AND shared_token = lock_token
+  SELECT COUNT(*) INTO open_seen FROM `{{table}}`
+    WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0 AND shared_token = lock_token;
+  IF open_seen > 0 AND IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES
+                               WHERE VARIABLE_NAME = 'WSREP_ON'), 'OFF') <> 'ON' THEN
+    SELECT COUNT(*) INTO n FROM `{{table}}` t
+      WHERE t.name = lock_name AND t.mode = 1 AND t.owner = '' AND t.permits = 0 AND t.token = lock_token
+        AND t.shared_token = lock_token
+        AND t.token > IFNULL((SELECT e.token_floor FROM `{{table}}_epoch` e WHERE e.id = 1), 0)
       LOCK IN SHARE MODE;
   END IF;
   IF n = 0 THEN

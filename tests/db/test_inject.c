@@ -685,8 +685,10 @@ static void test_acquire__readers_join_in_one_statement_until_a_writer_draws(voi
     silent_arg sw = { wx, 20000, -99 };
     pthread_t tw;
     assert_int_equal(pthread_create(&tw, NULL, silent_acquire, &sw), 0);
-    while (entries_of("x-join", 0) < 1)
+    const int64_t queued_by = tu_now_us() + 10000000;
+    while (entries_of("x-join", 0) < 1 && tu_now_us() < queued_by)
         rowlock__sleep_us(2000);
+    assert_int_equal(entries_of("x-join", 0), 1); /* the writer queued */
     assert_rc(rowlock_acquire(rb, 0, 60000), ROWLOCK_EBUSY, b);
     assert_int_equal(fired(b, "hold-join"), 1);
     assert_int_equal(fired(b, "hold-draw"), 1);
@@ -721,8 +723,13 @@ static void test_acquire__readers_join_in_one_statement_until_a_writer_draws(voi
     const uint64_t t_spell = rowlock_lock_token(ra);
     assert_int_equal(fired(a, "hold-draw"), 0);
     assert_rc(rowlock_release(ra), 0, a);
-    tu_sql(tu_defaults_file(), 0, "UPDATE `" TABLE "_epoch` SET token_floor = %llu WHERE id = 1",
-           (unsigned long long)t_spell);
+    int ok = 0;
+    const long long floor_was = tu_sql_int(NULL, &ok, "SELECT token_floor FROM `" TABLE "_epoch` WHERE id = 1");
+    assert_true(ok);
+    assert_int_equal(tu_sql(tu_defaults_file(), 0,
+                            "UPDATE `" TABLE "_epoch` SET token_floor = %llu WHERE id = 1",
+                            (unsigned long long)t_spell),
+                     0);
     join_arm(b);
     assert_rc(rowlock_acquire(rb, 0, 60000), 0, b);
     assert_int_equal(fired(b, "hold-join"), 1);
@@ -734,7 +741,9 @@ static void test_acquire__readers_join_in_one_statement_until_a_writer_draws(voi
     assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb));
     assert_rc(rowlock_release(ra), 0, a);
     assert_rc(rowlock_release(rb), 0, b);
-    tu_sql(tu_defaults_file(), 0, "UPDATE `" TABLE "_epoch` SET token_floor = 0 WHERE id = 1");
+    assert_int_equal(tu_sql(tu_defaults_file(), 0, "UPDATE `" TABLE "_epoch` SET token_floor = %lld WHERE id = 1",
+                            floor_was),
+                     0);
     /* Semaphores do not join: each holder draws its own token. */
     rowlock_lock *sa = sem_handle(a, "x-join-sem", 3), *sb = sem_handle(b, "x-join-sem", 3);
     assert_rc(rowlock_acquire(sa, 0, 60000), 0, a);

@@ -906,6 +906,16 @@ int main(int argc, char **argv)
                                                 : sql_mode && *sql_mode                  ? "sa"
                                                 : S == ROWLOCK_STRATEGY_INSERT           ? "insert"
                                                                                          : "fu");
+    if (sql_mode && *sql_mode) {
+        /* The sessions must really run in that mode (init-command in the
+         * option file, tests/db/db.cmake), or the run proves nothing. */
+        int ok = 0;
+        long long on = tu_sql_int(NULL, &ok, "SELECT FIND_IN_SET('%s', @@session.sql_mode) > 0", sql_mode);
+        if (!ok || on != 1) {
+            fprintf(stderr, "ROWLOCK_TEST_SQL_MODE=%s: the test sessions do not run with it\n", sql_mode);
+            return 1;
+        }
+    }
     snprintf(name, sizeof name, "modes (%s)", argv[1]);
     return tu_main(name, tests, sizeof tests / sizeof tests[0], TABLE, argc > 2 ? argv[2] : NULL);
 }
