@@ -616,6 +616,11 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_acquire(rowlock_lock *l, int64_t 
  *   round trips); ROWLOCK_EINVALID if this handle holds
  *   nothing, or (insert, optimistic) the connection is inside a
  *   transaction; ROWLOCK_EDB.
+ * A release that failed with ROWLOCK_EDB because the connection was lost
+ * may have committed before it was (the reply is what got lost): the handle
+ * still counts the hold, and calling rowlock_release() again, on the new
+ * connection, then reports ROWLOCK_ENOTOWNER, as it would for a lease that
+ * ended and was taken. Either way the lock is no longer this client's.
  * One round trip. insert/optimistic: a final release that hands the lock to
  * the waiter heading the queue takes one more, after its commit, to wake it;
  * and one more first when a waiter began heading the queue while the handle

@@ -84,7 +84,11 @@ its ticks say it could last have been alive (how = stopped).
    section whose process died between writing it and logging it);
 4. lease: (insert, optimistic) a section that follows one that never
    released (killed, paused, lost) must begin no earlier than that holder's
-   last acquire/renew request + its lease;
+   last acquire/renew request + its lease; or, when that holder's release
+   call lost its connection (a `dberr` op release, rc ROWLOCK_EDB) before
+   it ended as lost, no earlier than its `releasing` record: the cut
+   attempt may have committed, and the retry then finds the row no longer
+   its own (ROWLOCK_ENOTOWNER) however the lock passed on;
 5. fence: per name, each write was accepted iff its token >= every token
    accepted before it; every rejected write came from an excused or killed
    section; DIR's reject journal agrees with the log write by write (token
@@ -120,7 +124,7 @@ class Section:
     __slots__ = ("gid", "name", "pid", "ppid", "token", "strategy", "via", "req",
                  "begin", "end", "how", "rc", "lease_ms", "last_req", "paused",
                  "released", "releasing", "fences", "incs", "alive_until", "session_cut",
-                 "dbfences")
+                 "dbfences", "release_cut")
 
     def __init__(self, r):
         self.gid = r["gid"]
@@ -145,6 +149,7 @@ class Section:
         self.incs = []
         self.alive_until = None
         self.session_cut = False
+        self.release_cut = False   # a release attempt lost its connection
 
     @property
     def groups(self):
@@ -207,7 +212,7 @@ def build(recs):
                 # the history rather than judge it wrongly.
                 raise ValueError("gid %r begins twice: section ids must be unique" % r["gid"])
             secs[r["gid"]] = Section(r)
-        elif ev in ("inc", "renew", "fence", "dbfence", "releasing", "end", "tick", "sigterm"):
+        elif ev in ("inc", "renew", "fence", "dbfence", "releasing", "end", "tick", "sigterm", "dberr"):
             s = secs.get(r["gid"])
             if s is None:
                 continue
@@ -226,6 +231,9 @@ def build(recs):
                 s.alive_until = max(s.alive_until or 0, int(r["next"]))
             elif ev == "sigterm":
                 pass
+            elif ev == "dberr":
+                if r.get("op") == "release" and r.get("rc") == "ROWLOCK_EDB":
+                    s.release_cut = True
             else:
                 s.end = int(r["t"])
                 s.how = r.get("how", "completed")
@@ -367,14 +375,14 @@ def check_leases(res, name, ss):
     for p, n in zip(ss, ss[1:]):
         if p.strategy not in ("insert", "optimistic") or p.released is not False:
             continue
-        if p.lease_ms <= 0 or p.pid == n.pid and p.via == "lib" and p.how == "lost":
-            # The same handle re-acquiring after its own lease was lost is
-            # still bounded by the lease below, except when the product told
-            # it the lock was lost (then its row may have been taken over).
-            pass
         if p.lease_ms <= 0:
             continue
         earliest = p.last_req + p.lease_ms * 1000
+        if p.release_cut and p.releasing is not None:
+            # Its release statement may have committed before the
+            # connection was cut (the reply is what was lost); the lock was
+            # then free from that commit, which came after `releasing`.
+            earliest = min(earliest, p.releasing)
         eps = LEASE_EPS_US + p.lease_ms * LEASE_EPS_PPM // 1000
         res.stats["lease_checks"] += 1
         if n.begin < earliest - eps:

@@ -277,6 +277,28 @@ class TestLease(unittest.TestCase):
         h.section("2.1", 11, 600, 700)
         self.assertIn("lease", h.check().kinds())
 
+    def test_a_release_cut_off_may_have_committed(self):
+        # Holder 1 renewed at 600 (lease to 2600) and called release at 620;
+        # the connection was cut (a blackhole) before the reply, the retry
+        # found the row not its own: lost. Its first attempt may have
+        # committed, so holder 2 may begin any time after 620 (fault_soak,
+        # seed 2684: begun 520 ms after the last renewal).
+        def history(cut, begin2):
+            h = H().section("1.1", 10, 1, None, req=0, renew=600, inc=False)
+            h.recs.append({"ev": "releasing", "name": "n", "gid": "1.1", "pid": 1, "t": 620 * MS})
+            if cut:
+                h.recs.append({"ev": "dberr", "name": "n", "gid": "1.1", "pid": 1, "op": "release",
+                               "rc": "ROWLOCK_EDB", "errno": 2013, "injected": 0, "t": 1620 * MS})
+            h.recs.append({"ev": "end", "name": "n", "gid": "1.1", "pid": 1, "token": 10,
+                           "t": 620 * MS, "how": "lost", "rc": "ROWLOCK_ENOTOWNER"})
+            return h.section("2.1", 11, begin2, begin2 + 100)
+        self.assertEqual(history(True, 1100).check().errors, [])
+        # The release answered "not yours" at once: the lock had been taken
+        # before it, and the lease bounds that.
+        self.assertIn("lease", history(False, 1100).check().kinds())
+        # Cut, but the next grant came before the release was even sent.
+        self.assertIn("lease", history(True, 610).check().kinds())
+
     def test_for_update_has_no_lease(self):
         h = H().section("1.1", 10, 1, None, req=0, strategy="for-update").fault("kill", 1, 100)
         h.section("2.1", 11, 150, 200, strategy="for-update")
