@@ -355,13 +355,16 @@ static const char SQL_LOOK[] =
  * the commit, behind the names row's lock). Every write bumps gen (the
  * cluster's watchers start over). Assignments read columns before they are
  * assigned only, so both assignment orders agree. */
+/* Take a named lock once per session (GET_LOCK nests; 0 if another
+ * session holds it). Params: lock, lock. */
+#define TAKE_ONCE "IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0))"
 #define WRITE_HEAD                                                                                            \
     "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
 #define WRITE_ROW                                                                                             \
     "?, ?, ?, ?, ?, IF(?, UTC_TIMESTAMP(6), NULL),"                                                             \
-    " ? + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0))"                            \
+    " ? + 0 * " TAKE_ONCE                                                                                       \
     " + 0 * IF(?, IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), IFNULL(RELEASE_LOCK(?), 0), 0),"                      \
-    "   IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0))),"                                \
+    "   " TAKE_ONCE "),"                                                                                        \
     " ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ?"
 #define WRITE_TAIL                                                                                            \
     " ON DUPLICATE KEY UPDATE"                                                                                  \
@@ -394,10 +397,9 @@ static const char SQL_WRITE_CL[] =
  * greater tokens; its first reader then draws (above the floor) and opens
  * again. */
 static const char SQL_JOIN[] =
-    "/* rowlock:hold-join */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
-    "INSERT INTO `{{table}}_hold` (name, owner, mode, ticket, granted, acquired_at, count, token, expires_at, gen, lease_us) "
+    "/* rowlock:hold-join */ SET STATEMENT innodb_lock_wait_timeout=1 FOR " WRITE_HEAD
     "SELECT t.name, ?, 1, t.token, 1, UTC_TIMESTAMP(6),"
-    " 1 + 0 * IF(IS_USED_LOCK(?) <=> CONNECTION_ID(), 0, IFNULL(GET_LOCK(?, 0), 0)),"
+    " 1 + 0 * " TAKE_ONCE ","
     " LAST_INSERT_ID(t.token), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, 1, ? "
     "FROM `{{table}}` t WHERE t.name = ? AND t.strategy = ? AND t.mode = 1 AND t.owner = '' AND t.permits = 0"
     " AND t.token > 0 AND t.shared_token = t.token"
