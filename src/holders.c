@@ -99,6 +99,26 @@
  *   4-permit semaphore made about half the grants (docs/bench.md), since
  *   on a full semaphore every acquire paid the join's locking scan before
  *   its attempt.
+ * Readers granted together (one server). Readers queued behind a writer
+ *   did not join when it left: each made its own attempt, one after
+ *   another on the names row. Now the reader whose attempt opens the name
+ *   (its DRAW found no exclusive entry, the name has no permits, and its
+ *   grant is a fresh one at the drawn token) also grants, in the same
+ *   transaction and before its WRITE, every live reader entry still
+ *   waiting (SQL_GRANT_READERS: the opener's token, and its lease for
+ *   now). Safe for the reason a join is: no exclusive entry exists, and
+ *   none can be written before that transaction commits (a writer DRAWs
+ *   first). Readers behind a writer wait on one another's queue locks (the
+ *   tree exclusive waiters use, blocked_by()), so when the first of them
+ *   is granted the others wake one level after another, and each learns
+ *   of its grant by one autocommitted UPDATE of its own entry
+ *   (SQL_GRANTED: its lease its own from then, its queue lock let go; an
+ *   opener's commit still to come holds that entry's row, so the UPDATE
+ *   waits for it) instead of an attempt. Its lease ran from the opener's
+ *   statement, so a reader that notices later than the opener's lease
+ *   finds it ended and makes the attempt as before. The cost: a reader
+ *   behind a paused reader is woken only when its slice ends (up to 30 s),
+ *   as an exclusive waiter behind a paused waiter is.
  * Release: 1 round trip for a re-entry (count - 1), 2 for the final one
  *   (DELETE of the entry, owner- and token-checked; then RELEASE_LOCK of the
  *   wake lock, after the commit, so a woken waiter sees the row gone).
@@ -119,8 +139,9 @@
  *   binary tree over the queue that keeps every chain of lock waits short,
  *   as the server's deadlock detector requires); the
  *   first exclusive waiter, the wake lock of the conflicting holder with the
- *   largest ticket; a shared waiter, of the conflicting exclusive entry
- *   (all readers behind a writer wake at its release); the semaphore's
+ *   largest ticket; the first shared waiter behind a writer, of the
+ *   conflicting exclusive entry, and the shared waiters behind it, of the
+ *   queue lock of one ahead (the tree; "Readers granted together"); the semaphore's
  *   first waiter, the wake lock of the holder whose lease ends first, in
  *   slices of 250 ms growing to 5 s while nothing changes (SEM_SLICE_MAX_S:
  *   another holder may leave first, and a wake-up on "any of N" does not
@@ -410,6 +431,27 @@ static const char SQL_JOIN[] =
 /* Params: name, owner. Our granted entry's token. */
 static const char SQL_JOINED[] =
     "/* rowlock:hold-joined */ SELECT token FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 1";
+
+/* Readers queued behind a writer (one server; "Readers granted together"
+ * above). In the attempt of a reader whose DRAW opened the name: every
+ * live reader waiting on it is granted, with the opener's token and lease
+ * for now. Params: token, lease µs, lease µs, name, owner (the opener's). */
+static const char SQL_GRANT_READERS[] =
+    "/* rowlock:hold-grant-readers */ UPDATE `{{table}}_hold` h SET h.granted = 1, h.count = 1, h.token = ?,"
+    " h.acquired_at = UTC_TIMESTAMP(6), h.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,"
+    " h.lease_us = ?, h.gen = h.gen + 1 "
+    "WHERE h.name = ? AND h.mode = 1 AND h.granted = 0 AND h.owner <> ? AND " WAITER_LIVE;
+/* A reader woken by the waiter ahead of it: was it granted so? If so its
+ * lease becomes its own (from now), its queue lock goes, and the token is
+ * LAST_INSERT_ID(). An UPDATE: it waits for an opener's commit still to
+ * come (whose grant holds our entry's row; 1 s at most, then busy: the
+ * attempt decides). Params: lease µs, lease µs,
+ * queue lock, name, owner. Rows changed: 1 granted, 0 not. */
+static const char SQL_GRANTED[] =
+    "/* rowlock:hold-granted */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}_hold` SET"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), lease_us = ?, gen = gen + 1,"
+    " token = LAST_INSERT_ID(token) + 0 * IFNULL(RELEASE_LOCK(?), 0) "
+    "WHERE name = ? AND owner = ? AND mode = 1 AND granted = 1 AND count = 1 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* SQL_WRITE's parameters (WRITE_NPARAMS), into pw. wake, qlock: our wake
  * and queue locks (they outlive the statement: pw points into them). */
@@ -806,7 +848,13 @@ static int blocked_by(rowlock_lock *l, const entries *e, const entry *mine, uint
     wake_name(l, blocker->owner, b->wake, sizeof b->wake);
     b->blocker_ms = blocker->expires_in_ms;
     const entry *target = blocker;
-    if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE)) {
+    /* Readers (no permits) behind a writer chain too: the first of them
+     * to be granted, by a DRAW that opens the name, grants the others in
+     * the same transaction (SQL_GRANT_READERS), and they learn it from
+     * one another one statement each (SQL_GRANTED) instead of each making
+     * an attempt on the names row in turn. */
+    const int chain_readers = l->mode == ROWLOCK_MODE_SHARED && excl && e->permits == 0;
+    if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE || chain_readers)) {
         /* Behind other waiters, an exclusive or semaphore waiter
          * waits for one of them to be granted or to leave (its queue
          * lock), then looks again; only the first waiter watches
@@ -962,6 +1010,17 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     if (!*granted && !blocked_by(l, &e, mine, tk, cluster, b))
         *granted = 1;
     const uint64_t gen_after = mine ? mine->gen + 1 : 1; /* what our write leaves (WRITE: gen + 1, or 1) */
+    /* A fresh reader's grant whose DRAW opened the name (no exclusive entry
+     * at all, no permits: the entries read under the same lock say so)
+     * grants the live readers waiting on it too (SQL_GRANT_READERS). */
+    int grant_readers = 0;
+    if (!cluster && *granted && l->mode == ROWLOCK_MODE_SHARED && l->permits == 0 && e.permits == 0 &&
+        token == drawn) {
+        size_t i, waiting = 0;
+        for (i = 0; i < e.n && e.v[i].mode != ROWLOCK_MODE_EXCLUSIVE; i++)
+            waiting += &e.v[i] != mine && !e.v[i].granted && e.v[i].live;
+        grant_readers = i == e.n && waiting > 0;
+    }
     free(e.v);
     if (!*granted && try_once) {
         /* A try-once that lost writes nothing: no queue entry to clean up. */
@@ -969,6 +1028,16 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
         return 0;
     }
 
+    if (grant_readers) {
+        /* Before our WRITE: it lets our queue lock go, which wakes the
+         * readers chained behind us, and each one's SQL_GRANTED must find
+         * its row locked by this grant (then it waits for our commit). */
+        rowlock__param pg[5] = { RL_U64(drawn), RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000),
+                                 RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): grant the waiting readers",
+                                             .tmpl = SQL_GRANT_READERS, .params = pg, .nparams = 5, .res = &res))))
+            goto fail;
+    }
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
     char qlock[64];
@@ -1351,6 +1420,30 @@ static int join(rowlock_lock *l, int64_t lease_ms, int *joined)
     return 0;
 }
 
+/* A reader woken by the waiter ahead of it (one server): whether the
+ * reader that opened the name granted it too (SQL_GRANTED). 0 and *got 1:
+ * granted (l->token set, the lease ours from now, our queue lock let go);
+ * 0 and *got 0: not (the attempt decides); or an error. */
+static int granted_with(rowlock_lock *l, int64_t lease_ms, int *got)
+{
+    rowlock_client *c = l->client;
+    char qlock[64];
+    queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
+    const rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000), RL_STR(qlock, strlen(qlock)),
+                                  RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
+    rowlock__res res;
+    *got = 0;
+    int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): granted?", .tmpl = SQL_GRANTED,
+                                        .params = p, .nparams = 5, .res = &res));
+    if (rc)
+        return rc;
+    if (res.affected != 1 || res.insert_id == 0)
+        return 0;
+    l->token = res.insert_id;
+    *got = 1;
+    return 0;
+}
+
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
@@ -1497,6 +1590,23 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             int h = hold_wait(l, &b, deadline, written_us);
             while (h == HW_FREED && !b.granted && b.wake[0] && look(l, ticket, &b))
                 h = hold_wait(l, &b, deadline, written_us);
+            if ((h == HW_FREED || h == HW_FREE_AT_ONCE) && !b.granted && l->mode == ROWLOCK_MODE_SHARED &&
+                l->permits == 0 && b.permits == 0) {
+                /* The reader ahead of us was granted or left: granted
+                 * with it? */
+                int got = 0;
+                int rg = granted_with(l, lease_ms, &got);
+                if (rg == 0 && got) {
+                    l->held_multi = 1;
+                    l->ticket = 0;
+                    return 0;
+                }
+                if (rg && rg != ROWLOCK_EBUSY) {
+                    forget(l);
+                    return rg;
+                }
+                rowlock__clear_error(c);
+            }
             if (h == HW_FREED || (h == HW_FREE_AT_ONCE && !b.granted) || h == HW_LOOK) {
                 /* Freed, a waiter ahead that left (its session too), or a
                  * change: look again at once. */

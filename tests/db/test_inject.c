@@ -569,6 +569,8 @@ typedef struct tree_arg {
     rowlock_lock *l;
     int *inside, *most;
     int rc;
+    int64_t hold_us; /* 0: 20 ms */
+    uint64_t token;
 } tree_arg;
 
 static void *tree_waiter(void *arg)
@@ -576,10 +578,12 @@ static void *tree_waiter(void *arg)
     tree_arg *a = arg;
     a->rc = rowlock_acquire(a->l, 20000, 60000);
     if (a->rc == 0) {
+        a->token = rowlock_lock_token(a->l);
         int now = __atomic_add_fetch(a->inside, 1, __ATOMIC_SEQ_CST);
-        if (now > __atomic_load_n(a->most, __ATOMIC_SEQ_CST))
-            __atomic_store_n(a->most, now, __ATOMIC_SEQ_CST);
-        rowlock__sleep_us(20000);
+        int was = __atomic_load_n(a->most, __ATOMIC_SEQ_CST);
+        while (now > was && !__atomic_compare_exchange_n(a->most, &was, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            ;
+        rowlock__sleep_us(a->hold_us ? a->hold_us : 20000);
         __atomic_sub_fetch(a->inside, 1, __ATOMIC_SEQ_CST);
         a->rc = rowlock_release(a->l);
     }
@@ -596,7 +600,7 @@ static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(
     pthread_t t[TREE_WAITERS];
     int inside = 0, most = 0;
     for (int i = 0; i < TREE_WAITERS; i++) {
-        a[i] = (tree_arg){ C(), NULL, &inside, &most, -1 };
+        a[i] = (tree_arg){ .c = C(), .inside = &inside, .most = &most, .rc = -1 };
         a[i].l = tu_lock(a[i].c, "x-tree", ROWLOCK_STRATEGY_INSERT); /* exclusive */
         arm(a[i].c, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
         arm(a[i].c, "hold-look", 0, ROWLOCK__FAULT_STALL, 0);
@@ -616,6 +620,97 @@ static void test_acquire__a_woken_waiter_still_blocked_looks_without_an_attempt(
     assert_int_equal(most, 1);
     assert_true(draws <= 2 * TREE_WAITERS + 4); /* without the looks: 26 */
     assert_true(looks > 0);
+}
+
+/*
+ * Readers queued behind a writer are granted together (one server): the
+ * first of them to make its attempt after the writer's release opens the
+ * name and grants every live reader waiting (hold-grant-readers, in its
+ * attempt's transaction); the others wait on one another (a tree, as
+ * exclusive waiters do) and each learns of its grant in one statement
+ * (hold-granted) instead of an attempt of its own on the names row. So 6
+ * readers make 7 attempts (6 to queue, 1 grant), not 12, and hold
+ * together, with one token, greater than the writer's. Planted: no
+ * grant of the waiting readers: 12 attempts (fails).
+ */
+#define BATCH_READERS 6
+static void test_acquire__readers_queued_behind_a_writer_are_granted_together(void **state)
+{
+    (void)state;
+    rowlock_client *w = C();
+    rowlock_lock *ls = sem_handle(w, "x-batch", 0), *lw = tu_lock(w, "x-batch", ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w); /* shared first: the writer's grant is an entry */
+    assert_rc(rowlock_release(ls), 0, w);
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    const uint64_t t_writer = rowlock_lock_token(lw);
+    tree_arg a[BATCH_READERS];
+    pthread_t t[BATCH_READERS];
+    int inside = 0, most = 0;
+    for (int i = 0; i < BATCH_READERS; i++) {
+        a[i] = (tree_arg){ .c = C(), .inside = &inside, .most = &most, .rc = -1 };
+        a[i].l = sem_handle(a[i].c, "x-batch", 0);
+        a[i].hold_us = 300000;
+        arm(a[i].c, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
+        arm(a[i].c, "hold-granted", 0, ROWLOCK__FAULT_STALL, 0);
+        arm(a[i].c, "hold-grant-readers", 0, ROWLOCK__FAULT_STALL, 0);
+        assert_int_equal(pthread_create(&t[i], NULL, tree_waiter, &a[i]), 0);
+        while (entries_of("x-batch", 0) < i + 1) /* queued in this order */
+            rowlock__sleep_us(2000);
+    }
+    assert_rc(rowlock_release(lw), 0, w);
+    unsigned draws = 0, checks = 0, batches = 0;
+    uint64_t token = 0;
+    int same = 1;
+    for (int i = 0; i < BATCH_READERS; i++) {
+        assert_int_equal(pthread_join(t[i], NULL), 0);
+        assert_int_equal(a[i].rc, 0);
+        draws += rowlock__fault_fired(a[i].c, "hold-draw");
+        checks += rowlock__fault_fired(a[i].c, "hold-granted");
+        batches += rowlock__fault_fired(a[i].c, "hold-grant-readers");
+        if (i == 0)
+            token = a[i].token;
+        same = same && a[i].token == token;
+    }
+    print_message("  %d readers: %u attempts, %u grant checks, %u grants of the waiting readers, %d at once\n",
+                  BATCH_READERS, draws, checks, batches, most);
+    assert_int_equal(batches, 1);
+    assert_true(draws <= BATCH_READERS + 2); /* without the batch: 2 each */
+    assert_int_equal(most, BATCH_READERS);
+    assert_true(same);
+    assert_true(token > t_writer);
+    assert_int_equal(entries_of("x-batch", 1), 0);
+    assert_int_equal(entries_of("x-batch", 0), 0);
+
+    /* Only readers ahead of every writer: with a writer queued between
+     * them, the first reader's grant opens nothing and grants nobody else;
+     * the reader behind the writer waits for it (FIFO). Planted grant of
+     * the waiting readers past a queued writer: the second reader is
+     * granted with the first (fails). */
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    tree_arg q[3];
+    pthread_t tq[3];
+    inside = most = 0;
+    for (int i = 0; i < 3; i++) {
+        q[i] = (tree_arg){ .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 600000 };
+        q[i].l = i == 1 ? tu_lock(q[i].c, "x-batch", ROWLOCK_STRATEGY_INSERT) : sem_handle(q[i].c, "x-batch", 0);
+        assert_int_equal(pthread_create(&tq[i], NULL, tree_waiter, &q[i]), 0);
+        while (entries_of("x-batch", 0) < i + 1) /* reader, writer, reader: queued in this order */
+            rowlock__sleep_us(2000);
+    }
+    assert_rc(rowlock_release(lw), 0, w);
+    const int64_t by = tu_now_us() + 10000000;
+    while (entries_of("x-batch", 1) < 1 && tu_now_us() < by)
+        rowlock__sleep_us(2000);
+    rowlock__sleep_us(200000);
+    const long long holding = entries_of("x-batch", 1), waiting = entries_of("x-batch", 0);
+    for (int i = 0; i < 3; i++) /* (no assertion may leave a thread running) */
+        assert_int_equal(pthread_join(tq[i], NULL), 0);
+    assert_int_equal(holding, 1); /* the first reader only */
+    assert_int_equal(waiting, 2);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(q[i].rc, 0);
+    assert_int_equal(most, 1);
+    assert_true(q[0].token < q[1].token && q[1].token < q[2].token);
 }
 
 /*
@@ -1520,6 +1615,7 @@ int main(int argc, char **argv)
         FT(test_acquire__an_idle_semaphore_head_looks_less_and_less_often),
         FT(test_acquire__a_lone_head_waits_longer_slices_without_claims),
         FT(test_acquire__readers_join_in_one_statement_until_a_writer_draws),
+        FT(test_acquire__readers_queued_behind_a_writer_are_granted_together),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
