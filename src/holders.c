@@ -105,20 +105,24 @@
  *   (its DRAW found no exclusive entry, the name has no permits, and its
  *   grant is a fresh one at the drawn token) also grants, in the same
  *   transaction and before its WRITE, every live reader entry still
- *   waiting (SQL_GRANT_READERS: the opener's token, and its lease for
- *   now). Safe for the reason a join is: no exclusive entry exists, and
- *   none can be written before that transaction commits (a writer DRAWs
- *   first). Readers behind a writer wait on one another's queue locks (the
- *   tree exclusive waiters use, blocked_by()), so when the first of them
- *   is granted the others wake one level after another, and each learns
- *   of its grant by one autocommitted UPDATE of its own entry
- *   (SQL_GRANTED: its lease its own from then, its queue lock let go; an
- *   opener's commit still to come holds that entry's row, so the UPDATE
- *   waits for it) instead of an attempt. Its lease ran from the opener's
- *   statement, so a reader that notices later than the opener's lease
- *   finds it ended and makes the attempt as before. The cost: a reader
- *   behind a paused reader is woken only when its slice ends (up to 30 s),
- *   as an exclusive waiter behind a paused waiter is.
+ *   waiting (SQL_GRANT_READERS, by owner: the rows of holders, which a
+ *   fence may hold locked, are not touched), with the opener's token.
+ *   Safe for the reason a join is: no exclusive entry exists, and none can
+ *   be written before that transaction commits (a writer DRAWs first).
+ *   Readers behind the same writer wait on the queue lock of the first of
+ *   them, which waits on the writer (blocked_by()); when that one's WRITE
+ *   lets its queue lock go they wake, and each learns of its grant by one
+ *   autocommitted UPDATE of its own entry (SQL_GRANTED: the lease its own
+ *   from then, its queue lock let go; an opener's commit still to come
+ *   holds that entry's row, so the UPDATE waits for it) instead of an
+ *   attempt. Until then the grant's lease is the opener's, at most 5 s
+ *   (GRANTED_UNSEEN_US): a reader that left meanwhile (gave up, was
+ *   interrupted, died) holds writers up no longer than a waiter that
+ *   stopped does (WAITER_LIVE), and a give-up deletes such a grant
+ *   (SQL_FORGET_ANY); one that notices later finds it ended and makes the
+ *   attempt as before. The cost: a reader behind a paused first reader is
+ *   woken only when its slice ends (up to 30 s), as an exclusive waiter
+ *   behind a paused waiter is.
  * Release: 1 round trip for a re-entry (count - 1), 2 for the final one
  *   (DELETE of the entry, owner- and token-checked; then RELEASE_LOCK of the
  *   wake lock, after the commit, so a woken waiter sees the row gone).
@@ -140,8 +144,8 @@
  *   as the server's deadlock detector requires); the
  *   first exclusive waiter, the wake lock of the conflicting holder with the
  *   largest ticket; the first shared waiter behind a writer, of the
- *   conflicting exclusive entry, and the shared waiters behind it, of the
- *   queue lock of one ahead (the tree; "Readers granted together"); the semaphore's
+ *   conflicting exclusive entry, and the shared waiters behind it, of its
+ *   queue lock ("Readers granted together"); the semaphore's
  *   first waiter, the wake lock of the holder whose lease ends first, in
  *   slices of 250 ms growing to 5 s while nothing changes (SEM_SLICE_MAX_S:
  *   another holder may leave first, and a wake-up on "any of N" does not
@@ -433,23 +437,30 @@ static const char SQL_JOINED[] =
     "/* rowlock:hold-joined */ SELECT token FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 1";
 
 /* Readers queued behind a writer (one server; "Readers granted together"
- * above). In the attempt of a reader whose DRAW opened the name: every
- * live reader waiting on it is granted, with the opener's token and lease
- * for now. Params: token, lease µs, lease µs, name, owner (the opener's). */
+ * above). In the attempt of a reader whose DRAW opened the name: the live
+ * readers waiting on it, named by owner (up to GRANT_BATCH per statement:
+ * only their rows are locked, not the holders' a fence may have locked),
+ * are granted with the opener's token and a lease of at most
+ * GRANTED_UNSEEN_US, until each makes it its own (SQL_GRANTED). Params:
+ * token, lease µs, lease µs, name, GRANT_BATCH owners (repeated to fill). */
+#define GRANT_BATCH 16
+#define GRANTED_UNSEEN_US 5000000
+#define OWNERS16 "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
 static const char SQL_GRANT_READERS[] =
-    "/* rowlock:hold-grant-readers */ UPDATE `{{table}}_hold` h SET h.granted = 1, h.count = 1, h.token = ?,"
+    "/* rowlock:hold-grant-readers */ SET STATEMENT innodb_lock_wait_timeout=1 FOR "
+    "UPDATE `{{table}}_hold` h SET h.granted = 1, h.count = 1, h.token = ?,"
     " h.acquired_at = UTC_TIMESTAMP(6), h.expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND,"
     " h.lease_us = ?, h.gen = h.gen + 1 "
-    "WHERE h.name = ? AND h.mode = 1 AND h.granted = 0 AND h.owner <> ? AND " WAITER_LIVE;
-/* A reader woken by the waiter ahead of it: was it granted so? If so its
- * lease becomes its own (from now), its queue lock goes, and the token is
- * LAST_INSERT_ID(). An UPDATE: it waits for an opener's commit still to
- * come (whose grant holds our entry's row; 1 s at most, then busy: the
- * attempt decides). Params: lease µs, lease µs,
- * queue lock, name, owner. Rows changed: 1 granted, 0 not. */
+    "WHERE h.name = ? AND h.owner IN (" OWNERS16 ") AND h.mode = 1 AND h.granted = 0 AND " WAITER_LIVE;
+/* A reader woken by the reader ahead of it: was it granted so? If so the
+ * lease becomes its own, from now (shorter or longer than the opener's),
+ * its queue lock goes, and the token is LAST_INSERT_ID(). An UPDATE: it
+ * waits for an opener's commit still to come, whose grant holds our
+ * entry's row (1 s at most, then busy: the attempt decides). Params: lease
+ * µs, lease µs, queue lock, name, owner. Rows changed: 1 granted, 0 not. */
 static const char SQL_GRANTED[] =
     "/* rowlock:hold-granted */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}_hold` SET"
-    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND), lease_us = ?, gen = gen + 1,"
+    " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, lease_us = ?, gen = gen + 1,"
     " token = LAST_INSERT_ID(token) + 0 * IFNULL(RELEASE_LOCK(?), 0) "
     "WHERE name = ? AND owner = ? AND mode = 1 AND granted = 1 AND count = 1 AND expires_at > UTC_TIMESTAMP(6)";
 
@@ -488,6 +499,11 @@ static const char SQL_RELEASE_LAST_LIVE[] = RELEASE_LAST WHILE_LIVE;
 /* A waiter that gives up. Params: name, owner. */
 static const char SQL_FORGET[] =
     "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND granted = 0";
+/* The same when no handle of the client holds the name: a grant of ours
+ * there is one nobody will use (a reader granted by another's attempt
+ * just before it gave up: "Readers granted together"). */
+static const char SQL_FORGET_ANY[] =
+    "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ?";
 /* Params: lease µs, name, owner, token. Rows: 1 renewed, 0 lost. */
 static const char SQL_RENEW[] =
     "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
@@ -772,6 +788,8 @@ typedef struct blocked {
     uint64_t token;       /* that entry's token and granted, as read */
     int granted;
     int sem_head;         /* first semaphore waiter: also counts the grants */
+    int behind_reader;    /* a reader waiting on the first reader behind the
+                             same writer (its queue lock) */
     unsigned place;       /* live waiters ahead of us */
     unsigned permits;     /* the name's permits (0: any number of readers) */
     char why[ROWLOCK__ERRMSG_MAX];
@@ -848,13 +866,28 @@ static int blocked_by(rowlock_lock *l, const entries *e, const entry *mine, uint
     wake_name(l, blocker->owner, b->wake, sizeof b->wake);
     b->blocker_ms = blocker->expires_in_ms;
     const entry *target = blocker;
-    /* Readers (no permits) behind a writer chain too: the first of them
-     * to be granted, by a DRAW that opens the name, grants the others in
-     * the same transaction (SQL_GRANT_READERS), and they learn it from
-     * one another one statement each (SQL_GRANTED) instead of each making
-     * an attempt on the names row in turn. */
-    const int chain_readers = l->mode == ROWLOCK_MODE_SHARED && excl && e->permits == 0;
-    if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE || chain_readers)) {
+    const entry *first_reader = NULL;
+    if (!cluster && l->mode == ROWLOCK_MODE_SHARED && excl && e->permits == 0) {
+        /* Readers (no permits) behind the same writer (the last exclusive
+         * entry ahead) wait on the first of them, which waits on the
+         * writer: when the writer goes, that reader's attempt opens the
+         * name and grants them (SQL_GRANT_READERS), and its grant wakes
+         * them: each learns of its grant in one statement (SQL_GRANTED)
+         * instead of an attempt on the names row after the others. One
+         * level: only that reader's pause can hold them up. */
+        for (size_t i = 0; i < e->n && !first_reader; i++) {
+            const entry *x = &e->v[i];
+            if (x != mine && x->live && !x->granted && x->ticket < tk && x->ticket > last_x->ticket &&
+                x->mode == ROWLOCK_MODE_SHARED)
+                first_reader = x;
+        }
+    }
+    b->behind_reader = first_reader != NULL;
+    if (first_reader) {
+        target = first_reader;
+        queue_lock(l, 'q', first_reader->owner, b->wake, sizeof b->wake);
+        b->blocker_ms = first_reader->expires_in_ms;
+    } else if (!cluster && (sem || l->mode == ROWLOCK_MODE_EXCLUSIVE)) {
         /* Behind other waiters, an exclusive or semaphore waiter
          * waits for one of them to be granted or to leave (its queue
          * lock), then looks again; only the first waiter watches
@@ -901,6 +934,44 @@ static int blocked_by(rowlock_lock *l, const entries *e, const entry *mine, uint
     return 1;
 }
 
+/* One SQL_GRANT_READERS for the owners in p[4..4+n) (n >= 1): the rest of
+ * the list repeats the first. */
+static int grant_batch(rowlock_lock *l, rowlock__param *p, unsigned n)
+{
+    for (unsigned k = n; k < GRANT_BATCH; k++)
+        p[4 + k] = p[4];
+    rowlock__res res;
+    return rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, shared): grant the waiting readers",
+                                              .tmpl = SQL_GRANT_READERS, .params = p, .nparams = 4 + GRANT_BATCH,
+                                              .res = &res));
+}
+
+/* Inside the attempt of a reader whose DRAW opened the name: grant the live
+ * readers waiting on it (none if an exclusive entry exists: the name is not
+ * open then), GRANT_BATCH owners per statement. 0 or an error. */
+static int grant_readers(rowlock_lock *l, const entries *e, const entry *mine, uint64_t token, int64_t lease_ms)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (e->v[i].mode == ROWLOCK_MODE_EXCLUSIVE)
+            return 0;
+    const int64_t lease_us = lease_ms * 1000 < GRANTED_UNSEEN_US ? lease_ms * 1000 : GRANTED_UNSEEN_US;
+    rowlock__param p[4 + GRANT_BATCH] = { RL_U64(token), RL_I64(lease_us), RL_I64(lease_us),
+                                          RL_STR(l->name, l->name_len) };
+    unsigned n = 0;
+    int rc = 0;
+    for (size_t i = 0; i < e->n && rc == 0; i++) {
+        const entry *x = &e->v[i];
+        if (x == mine || x->granted || !x->live)
+            continue;
+        p[4 + n++] = RL_STR(x->owner, strlen(x->owner));
+        if (n == GRANT_BATCH) {
+            rc = grant_batch(l, p, n);
+            n = 0;
+        }
+    }
+    return rc == 0 && n ? grant_batch(l, p, n) : rc;
+}
+
 static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waiter_ttl_us, int try_once,
                    uint64_t *ticket, int *granted, blocked *b)
 {
@@ -909,6 +980,7 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     *granted = 0;
     b->path = 0;
     b->wake[0] = '\0';
+    b->behind_reader = 0;
     if ((rc = rowlock__db_simple(c, "acquire (insert): begin", SQL_BEGIN)))
         return rc;
     /* SQL_DRAW's parameters; SQL_DRAW_CL's are the same without `opens` */
@@ -1012,14 +1084,14 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
     const uint64_t gen_after = mine ? mine->gen + 1 : 1; /* what our write leaves (WRITE: gen + 1, or 1) */
     /* A fresh reader's grant whose DRAW opened the name (no exclusive entry
      * at all, no permits: the entries read under the same lock say so)
-     * grants the live readers waiting on it too (SQL_GRANT_READERS). */
-    int grant_readers = 0;
+     * grants the live readers waiting on it too (SQL_GRANT_READERS), before
+     * our WRITE: it lets our queue lock go, which wakes the readers waiting
+     * on it, and each one's SQL_GRANTED must find its row locked by this
+     * grant (then it waits for our commit). */
     if (!cluster && *granted && l->mode == ROWLOCK_MODE_SHARED && l->permits == 0 && e.permits == 0 &&
-        token == drawn) {
-        size_t i, waiting = 0;
-        for (i = 0; i < e.n && e.v[i].mode != ROWLOCK_MODE_EXCLUSIVE; i++)
-            waiting += &e.v[i] != mine && !e.v[i].granted && e.v[i].live;
-        grant_readers = i == e.n && waiting > 0;
+        token == drawn && (rc = grant_readers(l, &e, mine, drawn, lease_ms))) {
+        free(e.v);
+        goto fail;
     }
     free(e.v);
     if (!*granted && try_once) {
@@ -1028,16 +1100,6 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
         return 0;
     }
 
-    if (grant_readers) {
-        /* Before our WRITE: it lets our queue lock go, which wakes the
-         * readers chained behind us, and each one's SQL_GRANTED must find
-         * its row locked by this grant (then it waits for our commit). */
-        rowlock__param pg[5] = { RL_U64(drawn), RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000),
-                                 RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-        if ((rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): grant the waiting readers",
-                                             .tmpl = SQL_GRANT_READERS, .params = pg, .nparams = 5, .res = &res))))
-            goto fail;
-    }
     char wake[64];
     wake_name(l, c->owner, wake, sizeof wake);
     char qlock[64];
@@ -1450,7 +1512,9 @@ static void forget(rowlock_lock *l)
     if (!c->connected)
         return;
     rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
+    const int unheld = other_holds(l) == 0 && l->held == 0;
+    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = unheld ? SQL_FORGET_ANY : SQL_FORGET, .params = p,
+                                           .nparams = 2));
     char qlock[64];
     queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
     rowlock__param pq = RL_STR(qlock, strlen(qlock));
@@ -1590,10 +1654,9 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             int h = hold_wait(l, &b, deadline, written_us);
             while (h == HW_FREED && !b.granted && b.wake[0] && look(l, ticket, &b))
                 h = hold_wait(l, &b, deadline, written_us);
-            if ((h == HW_FREED || h == HW_FREE_AT_ONCE) && !b.granted && l->mode == ROWLOCK_MODE_SHARED &&
-                l->permits == 0 && b.permits == 0) {
-                /* The reader ahead of us was granted or left: granted
-                 * with it? */
+            if ((h == HW_FREED || h == HW_FREE_AT_ONCE) && b.behind_reader) {
+                /* The first reader behind our writer was granted or left:
+                 * granted with it? */
                 int got = 0;
                 int rg = granted_with(l, lease_ms, &got);
                 if (rg == 0 && got) {

@@ -570,13 +570,14 @@ typedef struct tree_arg {
     int *inside, *most;
     int rc;
     int64_t hold_us; /* 0: 20 ms */
+    int64_t lease_ms; /* 0: 60 s */
     uint64_t token;
 } tree_arg;
 
 static void *tree_waiter(void *arg)
 {
     tree_arg *a = arg;
-    a->rc = rowlock_acquire(a->l, 20000, 60000);
+    a->rc = rowlock_acquire(a->l, 20000, a->lease_ms ? a->lease_ms : 60000);
     if (a->rc == 0) {
         a->token = rowlock_lock_token(a->l);
         int now = __atomic_add_fetch(a->inside, 1, __ATOMIC_SEQ_CST);
@@ -650,6 +651,7 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
         a[i] = (tree_arg){ .c = C(), .inside = &inside, .most = &most, .rc = -1 };
         a[i].l = sem_handle(a[i].c, "x-batch", 0);
         a[i].hold_us = 300000;
+        a[i].lease_ms = i ? 3000 : 0; /* the first (the opener) 60 s, the others 3 s */
         arm(a[i].c, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
         arm(a[i].c, "hold-granted", 0, ROWLOCK__FAULT_STALL, 0);
         arm(a[i].c, "hold-grant-readers", 0, ROWLOCK__FAULT_STALL, 0);
@@ -658,6 +660,15 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
             rowlock__sleep_us(2000);
     }
     assert_rc(rowlock_release(lw), 0, w);
+    /* Once each has seen its grant, its lease is its own from then (3 s),
+     * not the opener's grant's (5 s at most, the opener's 60 s capped). */
+    const int64_t seen_by = tu_now_us() + 10000000;
+    int ok = 0;
+    while (tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = 'x-batch' AND granted = 1 AND lease_us = 3000000") <
+               BATCH_READERS - 1 && tu_now_us() < seen_by)
+        rowlock__sleep_us(2000);
+    const long long longest = tu_sql_int(NULL, &ok, "SELECT MAX(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)) FROM `" TABLE
+                                         "_hold` WHERE name = 'x-batch' AND granted = 1 AND lease_us = 3000000");
     unsigned draws = 0, checks = 0, batches = 0;
     uint64_t token = 0;
     int same = 1;
@@ -673,6 +684,8 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
     }
     print_message("  %d readers: %u attempts, %u grant checks, %u grants of the waiting readers, %d at once\n",
                   BATCH_READERS, draws, checks, batches, most);
+    assert_true(ok);
+    assert_true(longest > 0 && longest <= 3000000);
     assert_int_equal(batches, 1);
     assert_true(draws <= BATCH_READERS + 2); /* without the batch: 2 each */
     assert_int_equal(most, BATCH_READERS);
@@ -711,6 +724,48 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
         assert_int_equal(q[i].rc, 0);
     assert_int_equal(most, 1);
     assert_true(q[0].token < q[1].token && q[1].token < q[2].token);
+}
+
+/*
+ * A reader granted by the first reader's attempt just as it gives up (its
+ * wait's deadline passed; the seam stalls its hold-forget 2 s, and the
+ * writer leaves meanwhile) leaves no grant behind: its give-up deletes it,
+ * and a writer gets the name as soon as the first reader releases. Planted
+ * give-up that deletes only waiter entries: the grant stays (fails).
+ */
+static void test_acquire__a_reader_granted_as_it_gives_up_leaves_no_grant(void **state)
+{
+    (void)state;
+    rowlock_client *w = C(), *r1 = C(), *r2 = C();
+    rowlock_lock *ls = sem_handle(w, "x-giveup", 0), *lw = tu_lock(w, "x-giveup", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *l1 = sem_handle(r1, "x-giveup", 0), *l2 = sem_handle(r2, "x-giveup", 0);
+    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w); /* shared first: the writer's grant is an entry */
+    assert_rc(rowlock_release(ls), 0, w);
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    silent_arg a1 = { l1, 20000, -99 }, a2 = { l2, 1000, -99 };
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, silent_acquire, &a1), 0);
+    while (entries_of("x-giveup", 0) < 1)
+        rowlock__sleep_us(2000);
+    arm(r2, "hold-forget", 0, ROWLOCK__FAULT_STALL, 2000);
+    const int64_t t0 = tu_now_us();
+    assert_int_equal(pthread_create(&t2, NULL, silent_acquire, &a2), 0);
+    rowlock__sleep_us(1500000 - (tu_now_us() - t0)); /* r2 gave up at 1 s; its forget runs at 3 s */
+    assert_rc(rowlock_release(lw), 0, w);
+    assert_int_equal(pthread_join(t1, NULL), 0);
+    assert_int_equal(pthread_join(t2, NULL), 0);
+    assert_rc(a1.rc, 0, r1);
+    assert_int_equal(a2.rc, ROWLOCK_EBUSY);
+    int ok = 0;
+    const long long left = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = 'x-giveup' AND owner = '%s'",
+                                      rowlock_client_owner(r2));
+    assert_true(ok);
+    assert_rc(rowlock_release(l1), 0, r1);
+    const int64_t before = tu_now_us();
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    assert_true(tu_now_us() - before < 1000000);
+    assert_rc(rowlock_release(lw), 0, w);
+    assert_int_equal(left, 0);
 }
 
 /*
@@ -1616,6 +1671,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_lone_head_waits_longer_slices_without_claims),
         FT(test_acquire__readers_join_in_one_statement_until_a_writer_draws),
         FT(test_acquire__readers_queued_behind_a_writer_are_granted_together),
+        FT(test_acquire__a_reader_granted_as_it_gives_up_leaves_no_grant),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
         FT(test_acquire__waits_are_not_cut_into_read_timeout_slices),
