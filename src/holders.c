@@ -454,14 +454,16 @@ static const char SQL_GRANT_READERS[] =
     "WHERE h.name = ? AND h.owner IN (" OWNERS16 ") AND h.mode = 1 AND h.granted = 0 AND " WAITER_LIVE;
 /* A reader woken by the reader ahead of it: was it granted so? If so the
  * lease becomes its own, from now (shorter or longer than the opener's),
- * its queue lock goes, and the token is LAST_INSERT_ID(). An UPDATE: it
+ * its queue lock goes, its wake lock is ours (a session that reconnected
+ * since its entry's write lost it), and the token is LAST_INSERT_ID(). An UPDATE: it
  * waits for an opener's commit still to come, whose grant holds our
  * entry's row (1 s at most, then busy: the attempt decides). Params: lease
- * µs, lease µs, queue lock, name, owner. Rows changed: 1 granted, 0 not. */
+ * µs, lease µs, queue lock, wake lock, wake lock, name, owner. Rows
+ * changed: 1 granted, 0 not. */
 static const char SQL_GRANTED[] =
     "/* rowlock:hold-granted */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}_hold` SET"
     " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, lease_us = ?, gen = gen + 1,"
-    " token = LAST_INSERT_ID(token) + 0 * IFNULL(RELEASE_LOCK(?), 0) "
+    " token = LAST_INSERT_ID(token) + 0 * IFNULL(RELEASE_LOCK(?), 0) + 0 * " TAKE_ONCE " "
     "WHERE name = ? AND owner = ? AND mode = 1 AND granted = 1 AND count = 1 AND expires_at > UTC_TIMESTAMP(6)";
 
 /* SQL_WRITE's parameters (WRITE_NPARAMS), into pw. wake, qlock: our wake
@@ -1417,7 +1419,7 @@ static int look(rowlock_lock *l, uint64_t ticket, blocked *b)
      * semaphore waiter more than its permits behind the first waiter. A
      * waiter nearer the front tries at once: in a busy semaphore a permit
      * is usually free by then. */
-    if (l->mode != ROWLOCK_MODE_EXCLUSIVE && !(b->permits > 0 && b->place > b->permits))
+    if (l->mode != ROWLOCK_MODE_EXCLUSIVE && !(b->permits > 0 && b->place > b->permits) && !b->behind_reader)
         return 0;
     rowlock_client *c = l->client;
     entries e;
@@ -1489,14 +1491,16 @@ static int join(rowlock_lock *l, int64_t lease_ms, int *joined)
 static int granted_with(rowlock_lock *l, int64_t lease_ms, int *got)
 {
     rowlock_client *c = l->client;
-    char qlock[64];
+    char qlock[64], wake[64];
     queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
-    const rowlock__param p[5] = { RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000), RL_STR(qlock, strlen(qlock)),
+    wake_name(l, c->owner, wake, sizeof wake);
+    const rowlock__param p[7] = { RL_I64(lease_ms * 1000), RL_I64(lease_ms * 1000), RL_STR(qlock, strlen(qlock)),
+                                  RL_STR(wake, strlen(wake)),  RL_STR(wake, strlen(wake)),
                                   RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
     rowlock__res res;
     *got = 0;
     int rc = rowlock__db_run(c, RL_STMT(.what = "acquire (insert, shared): granted?", .tmpl = SQL_GRANTED,
-                                        .params = p, .nparams = 5, .res = &res));
+                                        .params = p, .nparams = 7, .res = &res));
     if (rc)
         return rc;
     if (res.affected != 1 || res.insert_id == 0)
@@ -1506,15 +1510,33 @@ static int granted_with(rowlock_lock *l, int64_t lease_ms, int *got)
     return 0;
 }
 
+int rowlock__holders_give_back(rowlock_lock *l)
+{
+    if (other_holds(l) != 0 || l->held != 0)
+        return 0;
+    rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(l->client->owner, l->client->owner_len) };
+    rowlock__res res;
+    int rc = rowlock__lease_exec_retrying(l, "give back", SQL_FORGET_ANY, p, 2, &res);
+    return rc ? rc : res.affected ? 1 : 0;
+}
+
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
     if (!c->connected)
         return;
     rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-    const int unheld = other_holds(l) == 0 && l->held == 0;
-    (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = unheld ? SQL_FORGET_ANY : SQL_FORGET, .params = p,
-                                           .nparams = 2));
+    rowlock__res res;
+    if (other_holds(l) == 0 && l->held == 0) {
+        /* A lock wait or deadlock (against an opener granting us) is
+         * tried again: the grant would hold writers up for its lease. */
+        rowlock__errsave keep;
+        rowlock__error_save(c, &keep);
+        (void)rowlock__lease_exec_retrying(l, "give up", SQL_FORGET_ANY, p, 2, &res);
+        rowlock__error_restore(c, &keep);
+    } else {
+        (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
+    }
     char qlock[64];
     queue_lock(l, 'q', c->owner, qlock, sizeof qlock);
     rowlock__param pq = RL_STR(qlock, strlen(qlock));
@@ -1652,23 +1674,30 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
             slice = (double)left_us / 1e6;
         if (!cluster && b.path == ATT_QUEUED && b.wake[0]) {
             int h = hold_wait(l, &b, deadline, written_us);
-            while (h == HW_FREED && !b.granted && b.wake[0] && look(l, ticket, &b))
+            for (;;) {
+                if ((h == HW_FREED || h == HW_FREE_AT_ONCE) && b.behind_reader) {
+                    /* The first reader behind our writer was granted or
+                     * left: granted with it? If not, and the writer is
+                     * still there (that reader left), wait again, on what
+                     * the entries say now, without an attempt. */
+                    int got = 0;
+                    int rg = granted_with(l, lease_ms, &got);
+                    if (rg == 0 && got) {
+                        l->held_multi = 1;
+                        l->ticket = 0;
+                        return 0;
+                    }
+                    if (rg && rg != ROWLOCK_EBUSY) {
+                        forget(l);
+                        return rg;
+                    }
+                    rowlock__clear_error(c);
+                } else if (!(h == HW_FREED && !b.granted && b.wake[0])) {
+                    break;
+                }
+                if (!look(l, ticket, &b))
+                    break;
                 h = hold_wait(l, &b, deadline, written_us);
-            if ((h == HW_FREED || h == HW_FREE_AT_ONCE) && b.behind_reader) {
-                /* The first reader behind our writer was granted or left:
-                 * granted with it? */
-                int got = 0;
-                int rg = granted_with(l, lease_ms, &got);
-                if (rg == 0 && got) {
-                    l->held_multi = 1;
-                    l->ticket = 0;
-                    return 0;
-                }
-                if (rg && rg != ROWLOCK_EBUSY) {
-                    forget(l);
-                    return rg;
-                }
-                rowlock__clear_error(c);
             }
             if (h == HW_FREED || (h == HW_FREE_AT_ONCE && !b.granted) || h == HW_LOOK) {
                 /* Freed, a waiter ahead that left (its session too), or a

@@ -52,5 +52,10 @@ int rowlock__holders_inspect(rowlock_client *c, rowlock_info *info);
 int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, int dry_run, uint64_t *purged);
 /* The handle is freed: free what holders.c kept in it (l->hold_watch). */
 void rowlock__holders_lock_free(rowlock_lock *l);
+/* After an interrupt cut a waiting acquire of a multi-holder handle and its
+ * session was ended (lock.c, give-back): delete our entry of the name when
+ * no handle of the client holds it (a waiter's, or a grant another
+ * reader's attempt made for it). 0 or an error. */
+int rowlock__holders_give_back(rowlock_lock *l);
 
 #endif

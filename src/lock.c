@@ -360,8 +360,8 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
  */
 static int give_back_wanted(const rowlock_client *c, const rowlock_lock *l)
 {
-    return l != NULL && l->client == c && l->held == 0 && (l->ops->flags & ROWLOCK__S_LEASE_ROW) && !l->multi &&
-           (rowlock__lease_was_queued(l) || l->claim_uncertain);
+    return l != NULL && l->client == c && l->held == 0 && (l->ops->flags & ROWLOCK__S_LEASE_ROW) &&
+           (l->multi || rowlock__lease_was_queued(l) || l->claim_uncertain);
 }
 
 void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsigned int port,
@@ -390,7 +390,22 @@ void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsi
     int rc = rowlock__db_end_cut_session(c, session, port);
     for (size_t i = 0; i < n; i++) {
         rowlock_lock *l = locks[i];
-        if (!give_back_wanted(c, l) || rowlock__lease_client_holds(l))
+        if (!give_back_wanted(c, l))
+            continue;
+        if (l->multi) {
+            /* A multi-holder name: our entry (a waiter's, or a grant
+             * another reader's attempt made for us: holders.c, "Readers
+             * granted together") goes, unless a handle of ours holds it. */
+            int gone = rc ? rc : rowlock__holders_give_back(l);
+            if (gone)
+                ROWLOCK__LOG_LOCK(l, gone < 0 ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED,
+                                  RL_EVX(.code = gone < 0 ? gone : 0, .db_errno = c->db_errno),
+                                  "%s (%s): after the interrupted wait: %s%s", l->shown, l->ops->name,
+                                  gone < 0 ? "its entry may stand until it expires: " : "its entry was removed",
+                                  gone < 0 ? c->errmsg : "");
+            continue;
+        }
+        if (rowlock__lease_client_holds(l))
             continue;
         int got = rc ? rc : rowlock__lease_adopt(l, GIVE_BACK_LEASE_MS);
         int rel = 0;
