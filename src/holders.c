@@ -115,10 +115,12 @@
  *   autocommitted UPDATE of its own entry (SQL_GRANTED: the lease its own
  *   from then, its queue lock let go; an opener's commit still to come
  *   holds that entry's row, so the UPDATE waits for it) instead of an
- *   attempt. Until then the grant's lease is the opener's, at most 5 s
- *   (GRANTED_UNSEEN_US): a reader that left meanwhile (gave up, was
- *   interrupted, died) holds writers up no longer than a waiter that
- *   stopped does (WAITER_LIVE), and a give-up deletes such a grant
+ *   attempt; not granted (that reader left), it looks at the entries and
+ *   waits again while the writer is there. Until then the grant's lease is
+ *   the opener's, at most 5 s (GRANTED_UNSEEN_US): a reader that left
+ *   meanwhile (gave up, was interrupted, died) holds writers up no longer
+ *   than a waiter that stopped does (WAITER_LIVE); a give-up, and the
+ *   give-back after an interrupt cut a wait (lock.c), delete such a grant
  *   (SQL_FORGET_ANY); one that notices later finds it ended and makes the
  *   attempt as before. The cost: a reader behind a paused first reader is
  *   woken only when its slice ends (up to 30 s), as an exclusive waiter
