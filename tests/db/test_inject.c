@@ -478,6 +478,17 @@ static long long entries_granted(const char *name)
     return entries_of(name, 1);
 }
 
+/* The exclusive handle of w on `name`, holding it as an entry of the
+ * holders table: the name is used shared first. */
+static rowlock_lock *writer_of_shared_name(rowlock_client *w, const char *name)
+{
+    rowlock_lock *ls = sem_handle(w, name, 0), *lw = tu_lock(w, name, ROWLOCK_STRATEGY_INSERT);
+    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w);
+    assert_rc(rowlock_release(ls), 0, w);
+    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    return lw;
+}
+
 /* Wait (10 s at most) until `name` has n entries with granted = `granted`. */
 static void wait_entries(const char *name, int granted, long long n)
 {
@@ -653,10 +664,7 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
 {
     (void)state;
     rowlock_client *w = C();
-    rowlock_lock *ls = sem_handle(w, "x-batch", 0), *lw = tu_lock(w, "x-batch", ROWLOCK_STRATEGY_INSERT);
-    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w); /* shared first: the writer's grant is an entry */
-    assert_rc(rowlock_release(ls), 0, w);
-    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    rowlock_lock *lw = writer_of_shared_name(w, "x-batch");
     const uint64_t t_writer = rowlock_lock_token(lw);
     tree_arg a[BATCH_READERS];
     pthread_t t[BATCH_READERS];
@@ -749,7 +757,7 @@ static void test_acquire__readers_queued_behind_a_writer_are_granted_together(vo
 
 /*
  * A reader granted by the first reader's attempt just as it gives up (its
- * wait's deadline passed; the seam stalls its hold-forget 2 s, and the
+ * wait's deadline passed; the seam stalls its hold-forget 3 s, and the
  * writer leaves meanwhile) leaves no grant behind: its give-up deletes it,
  * and a writer gets the name as soon as the first reader releases. Planted
  * give-up that deletes only waiter entries: the grant stays (fails).
@@ -758,20 +766,17 @@ static void test_acquire__a_reader_granted_as_it_gives_up_leaves_no_grant(void *
 {
     (void)state;
     rowlock_client *w = C(), *r1 = C(), *r2 = C();
-    rowlock_lock *ls = sem_handle(w, "x-giveup", 0), *lw = tu_lock(w, "x-giveup", ROWLOCK_STRATEGY_INSERT);
+    rowlock_lock *lw = writer_of_shared_name(w, "x-giveup");
     rowlock_lock *l1 = sem_handle(r1, "x-giveup", 0), *l2 = sem_handle(r2, "x-giveup", 0);
-    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w); /* shared first: the writer's grant is an entry */
-    assert_rc(rowlock_release(ls), 0, w);
-    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
     silent_arg a1 = { l1, 20000, -99 }, a2 = { l2, 1000, -99 };
     pthread_t t1, t2;
     assert_int_equal(pthread_create(&t1, NULL, silent_acquire, &a1), 0);
     wait_entries("x-giveup", 0, 1);
-    arm(r2, "hold-forget", 0, ROWLOCK__FAULT_STALL, 2000);
+    arm(r2, "hold-forget", 0, ROWLOCK__FAULT_STALL, 3000);
     arm(r1, "hold-grant-readers", 0, ROWLOCK__FAULT_STALL, 0);
     const int64_t t0 = tu_now_us();
     assert_int_equal(pthread_create(&t2, NULL, silent_acquire, &a2), 0);
-    rowlock__sleep_us(1500000 - (tu_now_us() - t0)); /* r2 gave up at 1 s; its forget runs at 3 s */
+    rowlock__sleep_us(2000000 - (tu_now_us() - t0)); /* r2 gave up at 1 s; its forget runs at 4 s */
     assert_rc(rowlock_release(lw), 0, w);
     assert_int_equal(pthread_join(t1, NULL), 0);
     assert_int_equal(pthread_join(t2, NULL), 0);
@@ -794,7 +799,7 @@ static void test_acquire__a_reader_granted_as_it_gives_up_leaves_no_grant(void *
  * A grant made for a waiting reader that it has not seen yet ends with its
  * lease (the opener's, 300 ms here): a writer that queued after it is
  * granted then, and the reader, seeing its grant only later (the seam
- * stalls its hold-granted 1 s), must not take it over: it waits for the
+ * stalls its hold-granted 2.5 s), must not take it over: it waits for the
  * writer and gets a greater token. Planted hold-granted without its
  * lease check: the reader holds with the writer, with a smaller token
  * (fails).
@@ -803,18 +808,15 @@ static void test_acquire__a_grant_a_reader_saw_too_late_is_not_taken_over(void *
 {
     (void)state;
     rowlock_client *w = C();
-    rowlock_lock *ls = sem_handle(w, "x-lapse", 0), *lw = tu_lock(w, "x-lapse", ROWLOCK_STRATEGY_INSERT);
-    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w); /* shared first: the writer's grant is an entry */
-    assert_rc(rowlock_release(ls), 0, w);
-    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    rowlock_lock *lw = writer_of_shared_name(w, "x-lapse");
     int inside = 0, most = 0;
     tree_arg r1 = { .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 1, .lease_ms = 300 };
     tree_arg r2 = { .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 20000 };
-    tree_arg w2 = { .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 1500000 };
+    tree_arg w2 = { .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 3000000 };
     r1.l = sem_handle(r1.c, "x-lapse", 0);
     r2.l = sem_handle(r2.c, "x-lapse", 0);
     w2.l = tu_lock(w2.c, "x-lapse", ROWLOCK_STRATEGY_INSERT);
-    arm(r2.c, "hold-granted", 0, ROWLOCK__FAULT_STALL, 1000);
+    arm(r2.c, "hold-granted", 0, ROWLOCK__FAULT_STALL, 2500);
     pthread_t t1, t2, tw;
     assert_int_equal(pthread_create(&t1, NULL, tree_waiter, &r1), 0);
     wait_entries("x-lapse", 0, 1);
@@ -848,10 +850,7 @@ static void test_acquire__an_interrupted_reader_is_granted_nothing(void **state)
 {
     (void)state;
     rowlock_client *w = C();
-    rowlock_lock *ls = sem_handle(w, "x-cut", 0), *lw = tu_lock(w, "x-cut", ROWLOCK_STRATEGY_INSERT);
-    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w);
-    assert_rc(rowlock_release(ls), 0, w);
-    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    rowlock_lock *lw = writer_of_shared_name(w, "x-cut");
     int inside = 0, most = 0;
     tree_arg r1 = { .c = C(), .inside = &inside, .most = &most, .rc = -1, .hold_us = 300000 };
     r1.l = sem_handle(r1.c, "x-cut", 0);
@@ -893,10 +892,7 @@ static void test_acquire__readers_whose_first_reader_left_wait_again_without_att
 {
     (void)state;
     rowlock_client *w = C();
-    rowlock_lock *ls = sem_handle(w, "x-left", 0), *lw = tu_lock(w, "x-left", ROWLOCK_STRATEGY_INSERT);
-    assert_rc(rowlock_acquire(ls, 0, 60000), 0, w);
-    assert_rc(rowlock_release(ls), 0, w);
-    assert_rc(rowlock_acquire(lw, 0, 60000), 0, w);
+    rowlock_lock *lw = writer_of_shared_name(w, "x-left");
     rowlock_client *r1 = C();
     silent_arg a1 = { sem_handle(r1, "x-left", 0), 3000, -99 };
     pthread_t t1, t[3];
