@@ -361,7 +361,7 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
 static int give_back_wanted(const rowlock_client *c, const rowlock_lock *l)
 {
     return l != NULL && l->client == c && l->held == 0 && (l->ops->flags & ROWLOCK__S_LEASE_ROW) &&
-           (l->multi || rowlock__lease_was_queued(l) || l->claim_uncertain);
+           (l->multi ? l->hold_queued : rowlock__lease_was_queued(l) || l->claim_uncertain);
 }
 
 void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsigned int port,
@@ -397,6 +397,7 @@ void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsi
              * another reader's attempt made for us: holders.c, "Readers
              * granted together") goes, unless a handle of ours holds it. */
             int gone = rc ? rc : rowlock__holders_give_back(l);
+            l->hold_queued = 0;
             if (gone)
                 ROWLOCK__LOG_LOCK(l, gone < 0 ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED,
                                   RL_EVX(.code = gone < 0 ? gone : 0, .db_errno = c->db_errno),
