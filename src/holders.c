@@ -507,7 +507,7 @@ static const char SQL_FORGET[] =
  * there is one nobody will use (a reader granted by another's attempt
  * just before it gave up: "Readers granted together"). */
 static const char SQL_FORGET_ANY[] =
-    "/* rowlock:hold-forget */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ?";
+    "/* rowlock:hold-forget */ SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ?";
 /* Params: lease µs, name, owner, token. Rows: 1 renewed, 0 lost. */
 static const char SQL_RENEW[] =
     "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "

@@ -85,10 +85,10 @@ its ticks say it could last have been alive (how = stopped).
 4. lease: (insert, optimistic) a section that follows one that never
    released (killed, paused, lost) must begin no earlier than that holder's
    last acquire/renew request + its lease; or, when that holder's release
-   call lost its connection (a `dberr` op release, rc ROWLOCK_EDB) before
-   it ended as lost, no earlier than its `releasing` record: the cut
-   attempt may have committed, and the retry then finds the row no longer
-   its own (ROWLOCK_ENOTOWNER) however the lock passed on;
+   call lost its connection (a `dberr` op release, rc ROWLOCK_EDB, errno
+   2006/2013/2055, not injected) and its retry then found the row no longer
+   its own (end rc ROWLOCK_ENOTOWNER), no earlier than its `releasing`
+   record: the cut attempt may have committed;
 5. fence: per name, each write was accepted iff its token >= every token
    accepted before it; every rejected write came from an excused or killed
    section; DIR's reject journal agrees with the log write by write (token
@@ -112,6 +112,10 @@ import sys
 # most 500 ppm).
 LEASE_EPS_US = 1000
 LEASE_EPS_PPM = 1000
+
+# MySQL client errors of a connection lost during a statement (CR_SERVER_GONE_ERROR,
+# CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED): the server may have run it.
+CONNECTION_LOST = (2006, 2013, 2055)
 
 
 # How a section ends when it has no end record: its process died (killed
@@ -232,7 +236,11 @@ def build(recs):
             elif ev == "sigterm":
                 pass
             elif ev == "dberr":
-                if r.get("op") == "release" and r.get("rc") == "ROWLOCK_EDB":
+                # A release the server may have run and committed: the
+                # connection was lost during it (not an injected error, which
+                # fails before sending; not busy retries, which rolled back).
+                if (r.get("op") == "release" and r.get("rc") == "ROWLOCK_EDB" and not r.get("injected")
+                        and int(r.get("errno", 0)) in CONNECTION_LOST):
                     s.release_cut = True
             else:
                 s.end = int(r["t"])
@@ -378,7 +386,7 @@ def check_leases(res, name, ss):
         if p.lease_ms <= 0:
             continue
         earliest = p.last_req + p.lease_ms * 1000
-        if p.release_cut and p.releasing is not None:
+        if p.release_cut and p.releasing is not None and p.rc == "ROWLOCK_ENOTOWNER":
             # Its release statement may have committed before the
             # connection was cut (the reply is what was lost); the lock was
             # then free from that commit, which came after `releasing`.
