@@ -27,6 +27,13 @@
  * not yet paired (the first grants, made with permits free, pair with none).
  * For one exclusive name this is exactly "previous holder's release to the
  * next grant".
+ * Last, readers queued behind a writer (DRAIN_READERS reader threads, one
+ * client each, wait shared on a name a writer holds; the writer
+ * releases): the time from the start of that release until every reader
+ * was granted, the most readers that held at once (each holds 20 ms), and
+ * that time ÷ the exclusive hand-off p50 of this run (one hand-off would
+ * be 1; a queue granted one reader at a time, about the readers). A reader
+ * granted before the writer's release began fails the run.
  * Then the ratios the issue asks for, each from this run: shared readers ÷
  * exclusive on as many separate names (goal ≥ 0.8), the semaphore ÷ 4
  * names shared by its 32 clients (goal ≥ 0.8), semaphore hand-off p50 ÷ the
@@ -192,6 +199,117 @@ static double run_row(cli_conn *cc, modes_shared *s, int n, int names, const cha
     return (double)total / ((double)(t1 - t0) / 1e9);
 }
 
+#define DRAIN_READERS 32
+#define DRAIN_HOLD_US 20000
+
+typedef struct drain_reader {
+    rowlock_client *c;
+    rowlock_lock *l;
+    volatile int *queued, *now, *most;
+    int64_t granted_ns;
+    int rc;
+} drain_reader;
+
+static void *drain_reader_run(void *arg)
+{
+    drain_reader *r = arg;
+    __atomic_add_fetch(r->queued, 1, __ATOMIC_SEQ_CST);
+    r->rc = rowlock_acquire(r->l, 60000, 30000);
+    r->granted_ns = mono_ns();
+    if (r->rc != 0) {
+        fprintf(stderr, "rowlock-bench: drain reader: %s\n", rowlock_client_errmsg(r->c));
+        return NULL;
+    }
+    int now = __atomic_add_fetch(r->now, 1, __ATOMIC_SEQ_CST);
+    int m = *r->most;
+    while (now > m && !__atomic_compare_exchange_n(r->most, &m, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        ;
+    usleep(DRAIN_HOLD_US);
+    __atomic_sub_fetch(r->now, 1, __ATOMIC_SEQ_CST);
+    if (rowlock_release(r->l) != 0) {
+        fprintf(stderr, "rowlock-bench: drain reader: release: %s\n", rowlock_client_errmsg(r->c));
+        r->rc = -1;
+    }
+    return NULL;
+}
+
+/* Readers queued behind a writer on `name` (made a shared name first): ms
+ * from the writer's release until every reader was granted, or -1 (an
+ * error, or a reader granted before the writer let go); *most: the most
+ * readers that held at once. */
+static double drain_row(cli_conn *cc, const char *name, int *most)
+{
+    rowlock_client *wc = NULL;
+    rowlock_lock *wl = NULL, *sl = NULL;
+    rowlock_lock_options wo = ROWLOCK_LOCK_OPTIONS_INIT, so = ROWLOCK_LOCK_OPTIONS_INIT;
+    drain_reader r[DRAIN_READERS];
+    pthread_t t[DRAIN_READERS];
+    volatile int queued = 0, now = 0;
+    int started = 0, bad = 0;
+    int64_t t0 = 0;
+    double ms = -1;
+    *most = 0;
+    memset(r, 0, sizeof r);
+    so.mode = ROWLOCK_MODE_SHARED;
+    if (cli_conn_open(cc, "rowlock-bench", 0, &wc) != 0)
+        return -1;
+    if (rowlock_lock_new(&wl, wc, name, &wo) != 0 || rowlock_lock_new(&sl, wc, name, &so) != 0 ||
+        rowlock_acquire(sl, 5000, 30000) != 0 || rowlock_release(sl) != 0 || /* a shared name */
+        rowlock_acquire(wl, 5000, 60000) != 0) {
+        fprintf(stderr, "rowlock-bench: drain writer: %s\n", rowlock_client_errmsg(wc));
+        goto out;
+    }
+    for (int i = 0; i < DRAIN_READERS; i++) {
+        r[i].queued = &queued;
+        r[i].now = &now;
+        r[i].most = most;
+        if (cli_conn_open(cc, "rowlock-bench", 0, &r[i].c) != 0 || rowlock_lock_new(&r[i].l, r[i].c, name, &so) != 0) {
+            bad = 1;
+            goto join;
+        }
+    }
+    for (; started < DRAIN_READERS; started++)
+        if (pthread_create(&t[started], NULL, drain_reader_run, &r[started]) != 0) {
+            bad = 1;
+            break;
+        }
+    while (queued < started)
+        usleep(1000);
+    usleep(1500000); /* every reader has queued (a late one would join, not wait) */
+    t0 = mono_ns();
+    if (rowlock_release(wl) != 0) {
+        fprintf(stderr, "rowlock-bench: drain writer: release: %s\n", rowlock_client_errmsg(wc));
+        bad = 1;
+    }
+join:
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    if (!bad) {
+        int64_t last = t0;
+        for (int i = 0; i < DRAIN_READERS; i++) {
+            if (r[i].rc != 0)
+                bad = 1;
+            else if (r[i].granted_ns < t0) {
+                printf("  FAILED: a reader was granted %.3f ms before the writer let go\n",
+                       (double)(t0 - r[i].granted_ns) / 1e6);
+                bad = 1;
+            } else if (r[i].granted_ns > last)
+                last = r[i].granted_ns;
+        }
+        if (!bad)
+            ms = (double)(last - t0) / 1e6;
+    }
+    for (int i = 0; i < DRAIN_READERS; i++) {
+        rowlock_lock_free(r[i].l);
+        rowlock_client_free(r[i].c);
+    }
+out:
+    rowlock_lock_free(sl);
+    rowlock_lock_free(wl);
+    rowlock_client_free(wc);
+    return ms;
+}
+
 int bench_modes_main(int argc, char **argv)
 {
     cli_conn cc;
@@ -283,6 +401,14 @@ int bench_modes_main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    int most = 0;
+    double drain_ms = drain_row(&cc, "bm-drain", &most);
+    if (drain_ms < 0) {
+        printf("%-22s %8d %14s\n", "readers behind writer", DRAIN_READERS, "FAILED");
+        ok = 0;
+    } else
+        printf("%-22s %8d %11.1f ms %10s %12s %14d\n", "readers behind writer", DRAIN_READERS, drain_ms, "", "",
+               most);
     /* The issue's goals, each a ratio of this run (NaN: a row failed). */
     printf("goals (issue 27 item 2), this run:\n");
     printf("  shared, 8 readers / exclusive on 8 names:            %.2f (>= 0.8)\n",
@@ -292,11 +418,13 @@ int bench_modes_main(int argc, char **argv)
     printf("  semaphore N=4, 32 clients / exclusive on 4 names:    %.2f (>= 0.8)\n",
            g[R_SEM] > 0 && g[R_N4x8] > 0 ? g[R_SEM] / g[R_N4x8] : NAN);
     printf("  semaphore hand-off p50 / exclusive hand-off p50:     %.2f (<= 1.2)\n", ho[R_SEM] / ho[R_X32]);
+    printf("  %d readers behind a writer, all granted / exclusive hand-off p50: %.1f (informational)\n",
+           DRAIN_READERS, drain_ms >= 0 ? drain_ms * 1e3 / ho[R_X32] : NAN);
     munmap(s, sizeof *s);
     /* Leave no rows behind. */
     rowlock_info in = ROWLOCK_INFO_INIT;
-    static const char *const names[] = { "bm-excl", "bm-shared", "bm-sem4" };
-    for (size_t k = 0; k < 3; k++)
+    static const char *const names[] = { "bm-excl", "bm-shared", "bm-sem4", "bm-drain" };
+    for (size_t k = 0; k < 4; k++)
         (void)rowlock_admin_force_release(c, names[k], &in);
     for (int k = 0; k < 32; k++) {
         char nm[32];
