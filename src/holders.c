@@ -1522,21 +1522,25 @@ int rowlock__holders_give_back(rowlock_lock *l)
     return rc ? rc : res.affected ? 1 : 0;
 }
 
+/* A waiter that gives up (deadline, interrupt, error): its entry goes, and
+ * its queue lock (and, unless a handle of ours holds the name, its wake
+ * lock). With no hold of ours, the entry goes even if granted: a grant
+ * made for us by another's attempt just before we gave up ("Readers
+ * granted together"), which would hold writers up for its lease; the
+ * give-back's statement, whose lock waits and deadlocks (against an
+ * opener granting us) are tried again. The caller's error is kept. */
 static void forget(rowlock_lock *l)
 {
     rowlock_client *c = l->client;
     if (!c->connected)
         return;
-    rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
-    rowlock__res res;
     if (other_holds(l) == 0 && l->held == 0) {
-        /* A lock wait or deadlock (against an opener granting us) is
-         * tried again: the grant would hold writers up for its lease. */
         rowlock__errsave keep;
         rowlock__error_save(c, &keep);
-        (void)rowlock__lease_exec_retrying(l, "give up", SQL_FORGET_ANY, p, 2, &res);
+        (void)rowlock__holders_give_back(l);
         rowlock__error_restore(c, &keep);
     } else {
+        rowlock__param p[2] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len) };
         (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_FORGET, .params = p, .nparams = 2));
     }
     char qlock[64];
@@ -1553,6 +1557,16 @@ static void forget(rowlock_lock *l)
         (void)rowlock__db_run_quiet(c, RL_STMT(.what = "hold", .tmpl = SQL_WAKE_FREE, .params = &pw, .nparams = 1,
                                                .cols = &col, .ncols = 1));
     }
+}
+
+/* Granted an entry (an attempt, a join, or a grant another's attempt made
+ * for us): the handle holds the name as a multi-holder grant, and its queue
+ * place is spent. */
+static int granted_multi(rowlock_lock *l)
+{
+    l->held_multi = 1;
+    l->ticket = 0;
+    return 0;
 }
 
 static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, rowlock__acquire_fn one_row)
@@ -1587,11 +1601,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
          * attempt below decides (and may open it). */
         int joined = 0;
         int rc = join(l, lease_ms, &joined);
-        if (rc == 0 && joined) {
-            l->held_multi = 1;
-            l->ticket = 0;
-            return 0;
-        }
+        if (rc == 0 && joined)
+            return granted_multi(l);
         if (rc == ROWLOCK_EBUSY)
             rowlock__clear_error(c);
         else if (rc)
@@ -1623,11 +1634,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
                 forget(l);
             return rc;
         }
-        if (granted) {
-            l->held_multi = 1;
-            l->ticket = 0;
-            return 0;
-        }
+        if (granted)
+            return granted_multi(l);
         if (b.path == ATT_EXCLUSIVE_ROW) {
             l->multi = 0; /* the name has no multi-holder row (any more) */
             int64_t left = deadline == INT64_MAX ? ROWLOCK_WAIT_FOREVER : (deadline - rowlock__now_us()) / 1000;
@@ -1686,11 +1694,8 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
                      * the entries say now, without an attempt. */
                     int got = 0;
                     int rg = granted_with(l, lease_ms, &got);
-                    if (rg == 0 && got) {
-                        l->held_multi = 1;
-                        l->ticket = 0;
-                        return 0;
-                    }
+                    if (rg == 0 && got)
+                        return granted_multi(l);
                     if (rg && rg != ROWLOCK_EBUSY) {
                         forget(l);
                         return rg;
