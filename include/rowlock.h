@@ -406,9 +406,10 @@ ROWLOCK_EXTERN void rowlock_client_free(rowlock_client *c);
  * account may do to its own sessions; only the session with that id and,
  * over TCP, that client port, and only while it runs a rowlock statement),
  * then adopts a grant in its owner's name and releases it (a shared or
- * semaphore handle that queued on one server: deletes its entry of the
- * name, waiting or granted to it by another reader's acquire, unless
- * another handle of the client holds the name): a few ms on a
+ * semaphore handle on one server: deletes its entry of the name, waiting,
+ * granted to it by another reader's acquire, or granted by its own
+ * statement whose answer the cut lost, unless another handle of the
+ * client holds the name): a few ms on a
  * reachable server; at most about 2 s per host tried when the server
  * cannot be reached (2 s timeouts), and then the grant lapses with its
  * lease, as after a crash. A connection of rowlock_client_wrap() is not

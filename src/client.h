@@ -173,9 +173,11 @@ struct rowlock_lock {
     int multi;               /* acquire through holders.c: a shared or semaphore
                                 handle, or the name has a multi-holder row */
     int held_multi;          /* the current grant is a holders-table entry */
-    int hold_queued;         /* holders.c, one server: the acquire under way
-                                (or the last one, which failed) wrote a
-                                waiter entry (lock.c's give-back after a cut) */
+    int hold_wrote;          /* holders.c, one server: the acquire under way
+                                (or the last one, which failed) may have
+                                written an entry: a waiter's, or a grant whose
+                                reply a cut lost (lock.c's give-back after a
+                                cut) */
     int found_multi;         /* out: the one-row acquire stopped (ROWLOCK_EBUSY)
                                 because the name has a multi-holder row (row.c's
                                 explaining read, the cluster rule's read) */

@@ -1594,7 +1594,11 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
     uint64_t gone_token = 0;
     const int64_t ttl_us = cluster ? WAITER_TTL_US : WAITER_PLACE_US;
     uint64_t free_token = 0; /* row_wait: the one-row grant last found without its hint */
-    l->hold_queued = 0;
+    /* One server: what this acquire may write (a waiter entry; a join's or
+     * an attempt's grant whose reply an interrupt's cut lost: it commits
+     * all the same) the give-back after the cut deletes, unless a handle of
+     * ours holds it (lock.c). A cluster has no give-back. */
+    l->hold_wrote = !cluster;
     if (!cluster && l->mode == ROWLOCK_MODE_SHARED && l->permits == 0 && l->held == 0 && other_holds(l) == 0) {
         /* A reader with no hold of the name on this client: join the
          * readers if the name is open to them (one statement), else the
@@ -1664,7 +1668,6 @@ static int holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms, r
         }
         if (b.path == ATT_QUEUED) {
             queued = 1;
-            l->hold_queued = !cluster;
             written_us = tried_at; /* our entry's write came after tried_at */
         } else
             memcpy(b.why, c->errmsg, sizeof b.why); /* ATT_ONE_ROW: the explaining read's message */

@@ -347,7 +347,8 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
  * was told "busy". So, for each handle of the set on c that holds nothing
  * and may have a grant in the server (its wait joined the queue, or a
  * claim or release of it went unanswered: claim_uncertain, as when
- * rowlock_acquire_many could not give back a name it had taken): end that
+ * rowlock_acquire_many could not give back a name it had taken; a
+ * multi-holder acquire on one server, whatever it wrote: hold_wrote): end that
  * session (KILL from a new session, then wait until it is not listed: no
  * release can name it any more), then adopt a grant of ours, as the next
  * acquire would, and release it at once (the next waiter's claim takes the
@@ -361,7 +362,7 @@ static int acquire_surviving_restarts(rowlock_lock *l, int64_t wait_ms, int64_t 
 static int give_back_wanted(const rowlock_client *c, const rowlock_lock *l)
 {
     return l != NULL && l->client == c && l->held == 0 && (l->ops->flags & ROWLOCK__S_LEASE_ROW) &&
-           (l->multi ? l->hold_queued : rowlock__lease_was_queued(l) || l->claim_uncertain);
+           (l->multi ? l->hold_wrote : rowlock__lease_was_queued(l) || l->claim_uncertain);
 }
 
 void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsigned int port,
@@ -393,11 +394,12 @@ void rowlock__give_back_after_cut(rowlock_client *c, unsigned long session, unsi
         if (!give_back_wanted(c, l))
             continue;
         if (l->multi) {
-            /* A multi-holder name: our entry (a waiter's, or a grant
-             * another reader's attempt made for us: holders.c, "Readers
-             * granted together") goes, unless a handle of ours holds it. */
+            /* A multi-holder name: our entry (a waiter's, a grant another
+             * reader's attempt made for us: holders.c, "Readers granted
+             * together", or our own join's or attempt's grant whose reply
+             * the cut lost) goes, unless a handle of ours holds it. */
             int gone = rc ? rc : rowlock__holders_give_back(l);
-            l->hold_queued = 0;
+            l->hold_wrote = 0;
             if (gone)
                 ROWLOCK__LOG_LOCK(l, gone < 0 ? ROWLOCK_LOG_WARN : ROWLOCK_LOG_INFO, RELEASED,
                                   RL_EVX(.code = gone < 0 ? gone : 0, .db_errno = c->db_errno),

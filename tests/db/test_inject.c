@@ -881,6 +881,64 @@ static void test_acquire__an_interrupted_reader_is_granted_nothing(void **state)
 }
 
 /*
+ * A join whose reply an interrupt cut (one server): the join still ran in
+ * the server after the cut and granted an entry that no handle holds; the
+ * give-back after the cut deletes it, as it deletes a waiter's entry.
+ * Here the join waits for the names row (a transaction holds it FOR
+ * UPDATE), the interrupt cuts it, and the blocker commits while the
+ * give-back is stalled before it looks for the cut session: the join
+ * commits in between. Planted (the rule before): a give-back only for an
+ * acquire that wrote a waiter entry: the grant stays for the reader's
+ * lease (60 s) and a writer's try-once is busy (fails).
+ */
+static void test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant(void **state)
+{
+    (void)state;
+    rowlock_client *r0 = C();
+    rowlock_lock *l0 = sem_handle(r0, "x-joincut", 0);
+    assert_rc(rowlock_acquire(l0, 5000, 60000), 0, r0); /* opens the name to readers */
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    assert_int_equal(tu_mysql_query(m, "START TRANSACTION"), 0);
+    assert_int_equal(tu_mysql_query(m, "SELECT token FROM `" TABLE "` WHERE name = 'x-joincut' FOR UPDATE"), 0);
+    rowlock_client *r2 = C();
+    rowlock_lock *l2 = sem_handle(r2, "x-joincut", 0);
+    arm(r2, "cut-find", 0, ROWLOCK__FAULT_STALL, 1500);
+    silent_arg a2 = { l2, 20000, -99 };
+    pthread_t t2;
+    assert_int_equal(pthread_create(&t2, NULL, silent_acquire, &a2), 0);
+    long long in_join = 0;
+    for (int i = 0; i < 500 && in_join != 1; i++) {
+        int ok = 0;
+        in_join = tu_sql_int(NULL, &ok,
+                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '/* rowlock:hold-join */%%'");
+        if (in_join != 1)
+            rowlock__sleep_us(2000);
+    }
+    rowlock_client_interrupt(r2);
+    rowlock__sleep_us(100000); /* the cut: r2's give-back is stalled 1.5 s */
+    const unsigned commit_err = tu_mysql_query(m, "COMMIT"); /* the join runs on, and commits */
+    assert_int_equal(pthread_join(t2, NULL), 0);
+    tu_mysql_close(m);
+    assert_int_equal(in_join, 1);
+    assert_int_equal(commit_err, 0);
+    assert_int_equal(a2.rc, ROWLOCK_EBUSY);
+    int ok = 0;
+    const long long left = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = 'x-joincut' AND owner = '%s'",
+                                      rowlock_client_owner(r2));
+    assert_rc(rowlock_release(l0), 0, r0);
+    rowlock_client *w = C();
+    rowlock_lock *lw = tu_lock(w, "x-joincut", ROWLOCK_STRATEGY_INSERT);
+    const int try_rc = rowlock_acquire(lw, 0, 60000);
+    if (try_rc == 0)
+        assert_rc(rowlock_release(lw), 0, w);
+    assert_true(ok);
+    print_message("  entries of the interrupted joiner left: %lld\n", left);
+    assert_int_equal(left, 0);
+    assert_rc(try_rc, 0, w);
+}
+
+/*
  * When the first reader behind a writer gives up, the readers waiting on
  * it wake, find no grant (hold-granted), look at the entries (hold-look)
  * and wait again, on the next first reader or the writer, without an
@@ -1828,6 +1886,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_reader_granted_as_it_gives_up_leaves_no_grant),
         FT(test_acquire__a_grant_a_reader_saw_too_late_is_not_taken_over),
         FT(test_acquire__an_interrupted_reader_is_granted_nothing),
+        FT(test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant),
         FT(test_acquire__readers_whose_first_reader_left_wait_again_without_attempts),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
