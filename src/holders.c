@@ -952,7 +952,12 @@ static int grant_batch(rowlock_lock *l, rowlock__param *p, unsigned n)
 
 /* Inside the attempt of a reader whose DRAW opened the name: grant the live
  * readers waiting on it (none if an exclusive entry exists: the name is not
- * open then), GRANT_BATCH owners per statement. 0 or an error. */
+ * open then), GRANT_BATCH owners per statement. 0 or an error. A lock wait
+ * timeout on a waiter's row (its own hold-granted or give-up under way)
+ * fails the attempt, which is tried again, rather than skipping that
+ * batch: with innodb_rollback_on_timeout (a server setting) the timeout
+ * ends the whole transaction, and our WRITE would then run autocommitted,
+ * without the names row's lock that the grant decision rests on. */
 static int grant_readers(rowlock_lock *l, const entries *e, const entry *mine, uint64_t token, int64_t lease_ms)
 {
     for (size_t i = 0; i < e->n; i++)
