@@ -157,7 +157,11 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  *                              so autocommitted): what a Galera brute-force
  *                              abort whose error the server never sent
  *                              leaves behind (holders.c, "On a Galera
- *                              cluster").
+ *                              cluster");
+ *   ROWLOCK__FAULT_NO_INSERT_ID  runs (a prepared statement), and its
+ *                              caller is told insert id 0: what a server
+ *                              whose LAST_INSERT_ID(expr) does not reach
+ *                              the client would say (the fallback reads).
  * Returns 0, ROWLOCK_EINVALID (a tag no statement carries, or a bad kind) or
  * ROWLOCK_ENOMEM (32 rules). rowlock__fault_tag_known(tag) is 1 for a tag a
  * statement carries.
@@ -166,7 +170,7 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * rowlock__fault_fired_total() how often any rule fired.
  * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
  * error number, stall=MS or drop) arms rules for any client at the first
- * statement (spec: an error number, stall=MS, drop or rollback=MS), so a
+ * statement (spec: an error number, stall=MS, drop, rollback=MS or noid), so a
  * worker process can be driven from a script; a bad entry
  * (unknown tag included) aborts the process.
  */
@@ -174,7 +178,8 @@ typedef enum rowlock__fault_kind {
     ROWLOCK__FAULT_ERROR = 1,
     ROWLOCK__FAULT_STALL,
     ROWLOCK__FAULT_DROP_AFTER,
-    ROWLOCK__FAULT_ROLLBACK
+    ROWLOCK__FAULT_ROLLBACK,
+    ROWLOCK__FAULT_NO_INSERT_ID
 } rowlock__fault_kind;
 #ifdef ROWLOCK_FAULT_INJECTION
 /* fault.c */

@@ -311,7 +311,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
 
     int drop_after = 0;
     if ((rc = rowlock__fault_before(c, what, tmpl, &drop_after)) != 0 || execute(c, st, s) ||
-        (drop_after && (rc = rowlock__fault_after(c, what)) != 0)) {
+        (drop_after == 1 && (rc = rowlock__fault_after(c, what)) != 0)) {
         if (rc == 0)
             rc = capture_stmt(c, what, st);
         if (!c->connected || rc == ROWLOCK_ESCHEMA)
@@ -321,7 +321,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
 
     if (res) {
         res->affected = (uint64_t)mysql_stmt_affected_rows(st);
-        res->insert_id = (uint64_t)mysql_stmt_insert_id(st);
+        res->insert_id = drop_after == 2 ? 0 : (uint64_t)mysql_stmt_insert_id(st);
         res->rows = 0;
     }
     if (mysql_stmt_field_count(st) == 0)
@@ -422,7 +422,7 @@ static int simple_locked(rowlock_client *c, const char *what, const char *sql)
     free(text);
     if (failed)
         return rowlock__db_capture_conn(c, what);
-    if (drop_after)
+    if (drop_after == 1)
         return rowlock__fault_after(c, what);
     /* Discard any result (e.g. DO/SET produce none; SELECT would). */
     MYSQL_RES *r = mysql_store_result(MYSQLP(c));

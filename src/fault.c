@@ -59,7 +59,7 @@ static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, row
                      unsigned value)
 {
     if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || !rowlock__fault_tag_known(tag) ||
-        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_ROLLBACK)
+        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_NO_INSERT_ID)
         return ROWLOCK_EINVALID;
     for (int i = 0; i < FAULT_MAX; i++) {
         if (!faults[i].used) {
@@ -94,6 +94,8 @@ static void fault_env(void)
             ok = sscanf(spec + 9, "%u", &value) == 1;
         } else if (ok && strcmp(spec, "drop") == 0) {
             kind = ROWLOCK__FAULT_DROP_AFTER;
+        } else if (ok && strcmp(spec, "noid") == 0) {
+            kind = ROWLOCK__FAULT_NO_INSERT_ID;
         } else if (ok) {
             ok = sscanf(spec, "%u", &value) == 1 && value > 0;
         }
@@ -101,7 +103,7 @@ static void fault_env(void)
             /* A test whose injection silently does not arm proves nothing:
              * stop the process instead of running on without it. */
             fprintf(stderr,
-                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop|rollback=ms, tag one that a statement "
+                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop|rollback=ms|noid, tag one that a statement "
                     "carries: see generated/fault_tags.c)\n");
             abort();
         }
@@ -187,8 +189,9 @@ static const char *fault_sqlstate(unsigned e)
     }
 }
 
-/* Before a statement runs: 0 to run it (after any stall; *drop_after set
- * when the connection is to be cut once it ran), else the injected error. */
+/* Before a statement runs: 0 to run it (after any stall; *drop_after 1
+ * when the connection is to be cut once it ran, 2 when its insert id is to
+ * read 0), else the injected error. */
 int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, int *drop_after)
 {
     rowlock__fault_kind kind;
@@ -202,6 +205,10 @@ int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, 
     }
     if (kind == ROWLOCK__FAULT_DROP_AFTER) {
         *drop_after = 1;
+        return 0;
+    }
+    if (kind == ROWLOCK__FAULT_NO_INSERT_ID) {
+        *drop_after = 2;
         return 0;
     }
     if (kind == ROWLOCK__FAULT_ROLLBACK) {

@@ -939,6 +939,34 @@ static void test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant(vo
 }
 
 /*
+ * The join's token comes back as the statement's insert id
+ * (LAST_INSERT_ID(t.token)). A server whose insert id does not reach the
+ * client (none seen: the MySQL 8 seam) leaves it 0; the join then reads its
+ * entry's token (hold-joined). Injected insert id 0: the reader still holds
+ * with the opener's token. Planted fallback that keeps 0: token 0 (fails).
+ */
+static void test_acquire__a_join_whose_insert_id_is_lost_reads_its_token(void **state)
+{
+    (void)state;
+    rowlock_client *r0 = C();
+    rowlock_lock *l0 = sem_handle(r0, "x-joinid", 0);
+    assert_rc(rowlock_acquire(l0, 5000, 60000), 0, r0); /* opens the name */
+    rowlock_client *r1 = C();
+    rowlock_lock *l1 = sem_handle(r1, "x-joinid", 0);
+    arm(r1, "hold-join", 0, ROWLOCK__FAULT_NO_INSERT_ID, 0);
+    arm(r1, "hold-joined", 0, ROWLOCK__FAULT_STALL, 0); /* counts */
+    arm(r1, "hold-draw", 0, ROWLOCK__FAULT_STALL, 0);
+    assert_rc(rowlock_acquire(l1, 5000, 60000), 0, r1);
+    assert_int_equal(rowlock__fault_fired(r1, "hold-join"), 1);
+    assert_int_equal(rowlock__fault_fired(r1, "hold-joined"), 1);
+    assert_int_equal(rowlock__fault_fired(r1, "hold-draw"), 0); /* joined: no attempt */
+    assert_true(rowlock_lock_token(l0) > 0);
+    assert_true(rowlock_lock_token(l1) == rowlock_lock_token(l0));
+    assert_rc(rowlock_release(l1), 0, r1);
+    assert_rc(rowlock_release(l0), 0, r0);
+}
+
+/*
  * When the first reader behind a writer gives up, the readers waiting on
  * it wake, find no grant (hold-granted), look at the entries (hold-look)
  * and wait again, on the next first reader or the writer, without an
@@ -1887,6 +1915,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_grant_a_reader_saw_too_late_is_not_taken_over),
         FT(test_acquire__an_interrupted_reader_is_granted_nothing),
         FT(test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant),
+        FT(test_acquire__a_join_whose_insert_id_is_lost_reads_its_token),
         FT(test_acquire__readers_whose_first_reader_left_wait_again_without_attempts),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
