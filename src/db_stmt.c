@@ -49,7 +49,8 @@
 static int await_io(MYSQL *m, int status, int64_t deadline)
 {
     for (;;) {
-        if (deadline - rowlock__now_us() <= 0) {
+        const int64_t left = deadline - rowlock__now_us();
+        if (left <= 0) {
             (void)shutdown((int)mysql_get_socket(m), SHUT_RDWR);
             return MYSQL_WAIT_TIMEOUT | (status & (MYSQL_WAIT_READ | MYSQL_WAIT_WRITE | MYSQL_WAIT_EXCEPT));
         }
@@ -60,9 +61,6 @@ static int await_io(MYSQL *m, int status, int64_t deadline)
             p.events |= POLLOUT;
         if (status & MYSQL_WAIT_EXCEPT)
             p.events |= POLLPRI;
-        const int64_t left = deadline - rowlock__now_us();
-        if (left <= 0)
-            continue; /* the deadline, above */
         const int ms = left / 1000 + 1 > INT_MAX ? INT_MAX : (int)(left / 1000 + 1);
         const int r = poll(&p, 1, ms);
         if (r < 0 && errno != EINTR)
