@@ -18,6 +18,7 @@
 #include "testutil.h"
 
 #include <mysql.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,6 +448,75 @@ static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **sta
     tu_mysql_close(m);
 }
 
+typedef struct writer_arg {
+    rowlock_lock *l;
+    int rc;
+} writer_arg;
+
+static void *writer_acquire(void *arg)
+{
+    writer_arg *a = arg;
+    a->rc = rowlock_acquire(a->l, 15000, TU_LEASE_LONG);
+    return NULL;
+}
+
+/* After a writer queued (its token draw closed the name to joining readers),
+ * the SQL form of a reader whose token other readers share fences a live
+ * entry of that token: the live reader commits, though a reader of the same
+ * token with a greater owner lapsed (crashed). 0008's procedure fenced the
+ * greatest owner's entry, the lapsed one, and refused the live reader until
+ * the reaper purged it (planted back: fails). A live entry of the token
+ * keeps every writer out until the fenced transaction ends, as the caller's
+ * own would. */
+static void test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_queued(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    data_fresh();
+    rowlock_client *a = C(), *b = C(), *w = C();
+    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
+    so.mode = ROWLOCK_MODE_SHARED;
+    rowlock_lock *ra = NULL, *rb = NULL;
+    assert_rc(rowlock_lock_new(&ra, a, "closed", &so), 0, a);
+    assert_rc(rowlock_lock_new(&rb, b, "closed", &so), 0, b);
+    tu_register_lock(ra);
+    tu_register_lock(rb);
+    writer_arg wa = { tu_lock(w, "closed", S), -99 };
+    const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
+    rowlock_lock *lapsing = a_greater ? ra : rb, *live = a_greater ? rb : ra;
+    rowlock_client *live_c = a_greater ? b : a;
+    assert_rc(rowlock_acquire(ra, 0, a_greater ? 1000 : TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(rb, 0, a_greater ? TU_LEASE_LONG : 1000), 0, b);
+    assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb)); /* b joined a */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, writer_acquire, &wa), 0);
+    long long queued = 0;
+    for (int i = 0; i < 500 && queued != 1; i++) {
+        int ok = 0;
+        queued = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `%s_hold` WHERE name = 'closed' AND mode = 0", TABLE);
+        if (queued != 1)
+            tu_sleep_ms(10);
+    }
+    tu_sleep_ms(1300); /* the greater owner's lease ends */
+    void *m = tu_mysql_connect(NULL, 0);
+    const int sql_rc = m ? fenced_txn(live, m, 1) : -1;
+    const int c_rc = m ? fenced_txn(live, m, 0) : -1;
+    const int lapsed_rc = m ? fenced_txn(lapsing, m, 0) : -1;
+    assert_rc(rowlock_release(live), 0, live_c);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    if (wa.rc == 0)
+        assert_rc(rowlock_release(wa.l), 0, w);
+    release_any(lapsing);
+    if (m)
+        tu_mysql_close(m);
+    assert_int_equal(queued, 1);
+    assert_int_equal(wa.rc, 0);
+    assert_int_equal(sql_rc, 0);
+    assert_int_equal(c_rc, 0);
+    assert_int_equal(lapsed_rc, ROWLOCK_EFENCED);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0 || S == ROWLOCK_STRATEGY_FOR_UPDATE) {
@@ -469,6 +539,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fence__shared_holders_fence_on_their_entry, tu_setup, tu_teardown),
         cmocka_unit_test_setup_teardown(test_fence__readers_sharing_a_token_fence_while_one_holds, tu_setup,
                                         tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_queued,
+                                        tu_setup, tu_teardown),
     };
     char name[64];
     snprintf(name, sizeof name, "fence_%s", argv[1]);

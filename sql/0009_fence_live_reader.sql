@@ -1,0 +1,68 @@
+-- 0009: the SQL fence form fences a live entry of a token readers share
+-- (issue 27 follow-up; src/holders.c, "Joining readers" and "Readers
+-- granted together").
+--
+-- Minimum server: MariaDB 10.3; tested on MariaDB 10.11. Nothing but the
+-- procedure changes: no table, no row; live locks survive.
+--
+-- {{table}} is replaced as in 0001. A stored routine starts after a
+-- "-- rowlock:routine" line and ends at the line "END;" (as in 0005). Safe
+-- to run again (CREATE OR REPLACE).
+--
+-- On one server readers share a token: those that joined an open name, and
+-- those a reader's attempt granted together, all get the opener's. Once a
+-- writer's draw closed the name, 0008's procedure fenced the greatest
+-- owner's entry of the token; when that one's lease had ended (a reader
+-- that crashed, or a grant its reader never saw), it refused every other
+-- reader of the token, live ones too, until the reaper purged the entry.
+-- Now it fences the greatest owner's live entry of the token, if there is
+-- one (else, as before, the greatest owner's, which refuses). Safe for the
+-- reason the open-name path is: no writer is granted while a live entry of
+-- the token exists (a writer's grant needs every reader's entry to have
+-- lapsed, and a lapsed entry stays lapsed: renewals need a live one), and
+-- the fence's UPDATE locks that entry until the transaction ends, so a
+-- writer reading the entries waits for it. As on the open-name path, this
+-- holds for the token, not for one caller: a reader of the token whose
+-- own lease ended commits while another reader of it is live. The C form
+-- (rowlock_fence) fences the caller's own entry. On a Galera cluster every
+-- grant draws its own token, so no token has two entries there.
+-- rowlock:routine
+CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
+  MODIFIES SQL DATA
+  SQL SECURITY INVOKER
+  COMMENT 'rowlock: commit the open transaction only under the current grant (name, token); SQLSTATE RLF01 if it is not'
+BEGIN
+  DECLARE n INT DEFAULT 0;
+  DECLARE open_seen INT DEFAULT 0;
+  DECLARE holder VARBINARY(190) DEFAULT NULL;
+  IF @@in_transaction = 0 AND @@autocommit = 1 THEN
+    SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
+  END IF;
+  SELECT COUNT(*) INTO open_seen FROM `{{table}}`
+    WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0 AND shared_token = lock_token;
+  IF open_seen > 0 AND IFNULL((SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES
+                               WHERE VARIABLE_NAME = 'WSREP_ON'), 'OFF') <> 'ON' THEN
+    SELECT COUNT(*) INTO n FROM `{{table}}` t
+      WHERE t.name = lock_name AND t.mode = 1 AND t.owner = '' AND t.permits = 0 AND t.token = lock_token
+        AND t.shared_token = lock_token
+        AND t.token > IFNULL((SELECT e.token_floor FROM `{{table}}_epoch` e WHERE e.id = 1), 0)
+      LOCK IN SHARE MODE;
+  END IF;
+  IF n = 0 THEN
+    SELECT COALESCE(MAX(IF(expires_at > UTC_TIMESTAMP(6), owner, NULL)), MAX(owner)) INTO holder
+      FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1;
+    IF holder IS NULL THEN
+      UPDATE `{{table}}` SET fences = fences + 1
+        WHERE name = lock_name AND token = lock_token AND count > 0 AND owner IS NOT NULL AND owner <> '';
+      SET n = ROW_COUNT();
+    ELSE
+      UPDATE `{{table}}_hold` SET fences = fences + 1
+        WHERE name = lock_name AND owner = holder AND token = lock_token AND granted = 1
+          AND expires_at > UTC_TIMESTAMP(6);
+      SET n = ROW_COUNT();
+    END IF;
+  END IF;
+  IF n = 0 THEN
+    SIGNAL SQLSTATE 'RLF01' SET MESSAGE_TEXT = 'rowlock fence: the grant is no longer the current one (lease ended and taken, released or purged): roll back';
+  END IF;
+END;
