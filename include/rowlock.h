@@ -857,12 +857,15 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * an entry (writers wait for the commit; readers' renewals go on), and
  * commits for that token whoever calls it: also for a reader of that spell
  * whose lease ended or who released (no writer got in since, and none can
- * before the commit). After a writer drew, it fences a live entry of that
- * token (the greatest owner's among the live ones; schema 9), as for a
- * token of its own: for readers that may be another reader's entry, locked
- * until the commit, and it commits while any reader of the token is live
- * (no writer can be granted meanwhile); refused once none is. The C form
- * fences the caller's own entry: prefer it for readers.
+ * before the commit). After a writer drew (schema 9): on a name without
+ * permits it fences a live entry of that token (the greatest owner's among
+ * the live ones), which may be another reader's, locked until the commit:
+ * it commits while any reader of the token is live (no writer can be
+ * granted meanwhile), refused once none is; on a name a semaphore acquirer
+ * has since given permits, it refuses every reader of a shared token (a
+ * lapsed reader's permit may have gone to another holder, and the
+ * procedure cannot tell the caller's entry). The C form fences the
+ * caller's own entry: prefer it for readers.
  * @return 0; ROWLOCK_EFENCED the grant is not current: roll back (nothing
  *   was written by this call); ROWLOCK_EINVALID (mysql NULL, the handle holds
  *   nothing, or `mysql` is not inside a transaction: autocommit would commit

@@ -1,5 +1,6 @@
--- 0009: the SQL fence form fences a live entry of a token readers share
--- (issue 27 follow-up; src/holders.c, "Joining readers" and "Readers
+-- 0009: the SQL fence form, for a token readers share after a writer closed
+-- the name: a live entry without permits, a refusal with them (issue 27
+-- follow-up; src/holders.c, "Joining readers" and "Readers
 -- granted together").
 --
 -- Minimum server: MariaDB 10.3; tested on MariaDB 10.11. Nothing but the
@@ -15,17 +16,31 @@
 -- owner's entry of the token; when that one's lease had ended (a reader
 -- that crashed, or a grant its reader never saw), it refused every other
 -- reader of the token, live ones too, until the reaper purged the entry.
--- Now it fences the greatest owner's live entry of the token, if there is
--- one (else, as before, the greatest owner's, which refuses). Safe for the
--- reason the open-name path is: no writer is granted while a live entry of
--- the token exists (a writer's grant needs every reader's entry to have
--- lapsed, and a lapsed entry stays lapsed: renewals need a live one), and
--- the fence's UPDATE locks that entry until the transaction ends, so a
--- writer reading the entries waits for it. As on the open-name path, this
--- holds for the token, not for one caller: a reader of the token whose
--- own lease ended commits while another reader of it is live. The C form
--- (rowlock_fence) fences the caller's own entry. On a Galera cluster every
--- grant draws its own token, so no token has two entries there.
+-- Now, for a token with several granted entries, it reads the name's row
+-- under a shared lock (the latest permits; acquirers' token draws wait for
+-- the commit, as on the open-name path) and:
+-- - without permits, fences the greatest owner's live entry of the token,
+--   if there is one (else, as before, the greatest owner's, which refuses).
+--   Safe for the reason the open-name path is: no writer is granted while
+--   a live entry of the token exists (a writer's grant needs every
+--   reader's entry to have lapsed, and a lapsed entry stays lapsed:
+--   renewals need a live one), and the fence's UPDATE locks that entry
+--   until the transaction ends, so a writer reading the entries waits for
+--   it. As on the open-name path this holds for the token, not for one
+--   caller: a reader of the token whose own lease ended commits while
+--   another reader of it is live;
+-- - with permits (a semaphore acquirer gave the name permits after readers
+--   shared the token), refuses: another reader's live entry no longer
+--   keeps everyone out (a lapsed reader's permit may have gone to the
+--   semaphore acquirer), and the procedure cannot tell the caller's own
+--   entry. 0008 fenced the greatest owner's entry there, which let a
+--   lapsed reader commit beside the holders its permit went to when that
+--   entry was another's and live. Use the C form (rowlock_fence), which
+--   fences the caller's own entry.
+-- A token with one entry is fenced as before. The count is a plain read: a
+-- transaction whose snapshot is older than the caller's own grant may see
+-- one entry of a shared token and fence it as 0008 did. On a Galera
+-- cluster every grant draws its own token, so no token has two entries.
 -- rowlock:routine
 CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
   MODIFIES SQL DATA
@@ -35,6 +50,9 @@ BEGIN
   DECLARE n INT DEFAULT 0;
   DECLARE open_seen INT DEFAULT 0;
   DECLARE holder VARBINARY(190) DEFAULT NULL;
+  DECLARE live_holder VARBINARY(190) DEFAULT NULL;
+  DECLARE sharing INT DEFAULT 0;
+  DECLARE no_permits INT DEFAULT 0;
   IF @@in_transaction = 0 AND @@autocommit = 1 THEN
     SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
   END IF;
@@ -49,9 +67,20 @@ BEGIN
       LOCK IN SHARE MODE;
   END IF;
   IF n = 0 THEN
-    SELECT COALESCE(MAX(IF(expires_at > UTC_TIMESTAMP(6), owner, NULL)), MAX(owner)) INTO holder
+    SELECT COUNT(*), MAX(owner), MAX(IF(expires_at > UTC_TIMESTAMP(6), owner, NULL))
+      INTO sharing, holder, live_holder
       FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1;
-    IF holder IS NULL THEN
+    IF sharing > 1 THEN
+      SELECT COUNT(*) INTO no_permits FROM `{{table}}`
+        WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0
+        LOCK IN SHARE MODE;
+      IF no_permits > 0 THEN
+        SET holder = IFNULL(live_holder, holder);
+      END IF;
+    END IF;
+    IF sharing > 1 AND no_permits = 0 THEN
+      SET n = 0;
+    ELSEIF holder IS NULL THEN
       UPDATE `{{table}}` SET fences = fences + 1
         WHERE name = lock_name AND token = lock_token AND count > 0 AND owner IS NOT NULL AND owner <> '';
       SET n = ROW_COUNT();

@@ -485,7 +485,6 @@ static void test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_qu
     writer_arg wa = { tu_lock(w, "closed", S), -99 };
     const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
     rowlock_lock *lapsing = a_greater ? ra : rb, *live = a_greater ? rb : ra;
-    rowlock_client *live_c = a_greater ? b : a;
     assert_rc(rowlock_acquire(ra, 0, a_greater ? 1000 : TU_LEASE_LONG), 0, a);
     assert_rc(rowlock_acquire(rb, 0, a_greater ? TU_LEASE_LONG : 1000), 0, b);
     assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb)); /* b joined a */
@@ -503,18 +502,70 @@ static void test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_qu
     const int sql_rc = m ? fenced_txn(live, m, 1) : -1;
     const int c_rc = m ? fenced_txn(live, m, 0) : -1;
     const int lapsed_rc = m ? fenced_txn(lapsing, m, 0) : -1;
-    assert_rc(rowlock_release(live), 0, live_c);
+    const int live_release = rowlock_release(live); /* lets the writer in */
     assert_int_equal(pthread_join(t, NULL), 0);
     if (wa.rc == 0)
         assert_rc(rowlock_release(wa.l), 0, w);
     release_any(lapsing);
     if (m)
         tu_mysql_close(m);
+    assert_int_equal(live_release, 0);
     assert_int_equal(queued, 1);
     assert_int_equal(wa.rc, 0);
     assert_int_equal(sql_rc, 0);
     assert_int_equal(c_rc, 0);
     assert_int_equal(lapsed_rc, ROWLOCK_EFENCED);
+}
+
+/* Readers sharing a token, then a semaphore acquirer gives the name 2
+ * permits and waits; one reader's lease ends, and its permit goes to the
+ * semaphore acquirer. The SQL form of the lapsed reader must refuse now,
+ * though the other reader of its token is live: 0008 fenced the greatest
+ * owner's entry, which here is the live reader's, and the lapsed reader
+ * committed beside the two holders (planted back: fails). The SQL form
+ * refuses every reader of such a token (it cannot tell the caller's
+ * entry); the C form fences each caller's own. */
+static void test_fence__a_lapsed_reader_cannot_commit_once_its_permit_went_to_a_semaphore(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip();
+    data_fresh();
+    rowlock_client *a = C(), *b = C(), *sc = C();
+    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
+    so.mode = ROWLOCK_MODE_SHARED;
+    rowlock_lock *ra = NULL, *rb = NULL;
+    assert_rc(rowlock_lock_new(&ra, a, "mixed", &so), 0, a);
+    assert_rc(rowlock_lock_new(&rb, b, "mixed", &so), 0, b);
+    tu_register_lock(ra);
+    tu_register_lock(rb);
+    writer_arg sa = { tu_lock_mode(sc, "mixed", S, ROWLOCK_MODE_SHARED, 2), -99 };
+    /* The lesser owner lapses: 0008 fenced the greater, live one. */
+    const int a_lesser = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) < 0;
+    rowlock_lock *lapsing = a_lesser ? ra : rb, *live = a_lesser ? rb : ra;
+    rowlock_client *live_c = a_lesser ? b : a;
+    assert_rc(rowlock_acquire(ra, 0, a_lesser ? 1000 : TU_LEASE_LONG), 0, a);
+    assert_rc(rowlock_acquire(rb, 0, a_lesser ? TU_LEASE_LONG : 1000), 0, b);
+    assert_true(rowlock_lock_token(ra) == rowlock_lock_token(rb)); /* b joined a */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, writer_acquire, &sa), 0);
+    assert_int_equal(pthread_join(t, NULL), 0); /* granted once the lapsing lease ended */
+    void *m = tu_mysql_connect(NULL, 0);
+    const int lapsed_sql = m ? fenced_txn(lapsing, m, 1) : -1;
+    const int lapsed_c = m ? fenced_txn(lapsing, m, 0) : -1;
+    const int live_sql = m ? fenced_txn(live, m, 1) : -1;
+    const int live_c_rc = m ? fenced_txn(live, m, 0) : -1;
+    if (m)
+        tu_mysql_close(m);
+    if (sa.rc == 0)
+        assert_rc(rowlock_release(sa.l), 0, sc);
+    assert_rc(rowlock_release(live), 0, live_c);
+    release_any(lapsing);
+    assert_int_equal(sa.rc, 0);
+    assert_int_equal(lapsed_sql, ROWLOCK_EFENCED);
+    assert_int_equal(lapsed_c, ROWLOCK_EFENCED);
+    assert_int_equal(live_sql, ROWLOCK_EFENCED); /* the SQL form cannot tell it from the lapsed one */
+    assert_int_equal(live_c_rc, 0);
 }
 
 int main(int argc, char **argv)
@@ -540,6 +591,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_fence__readers_sharing_a_token_fence_while_one_holds, tu_setup,
                                         tu_teardown),
         cmocka_unit_test_setup_teardown(test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_queued,
+                                        tu_setup, tu_teardown),
+        cmocka_unit_test_setup_teardown(test_fence__a_lapsed_reader_cannot_commit_once_its_permit_went_to_a_semaphore,
                                         tu_setup, tu_teardown),
     };
     char name[64];
