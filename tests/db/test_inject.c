@@ -904,6 +904,8 @@ static void test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant(vo
     rowlock_client *r2 = C();
     rowlock_lock *l2 = sem_handle(r2, "x-joincut", 0);
     arm(r2, "cut-find", 0, ROWLOCK__FAULT_STALL, 1500);
+    const unsigned long r2_session = rowlock__db_thread_id(r2); /* connected by C() */
+    assert_true(r2_session != 0);
     silent_arg a2 = { l2, 20000, -99 };
     pthread_t t2;
     assert_int_equal(pthread_create(&t2, NULL, silent_acquire, &a2), 0);
@@ -911,7 +913,9 @@ static void test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant(vo
     for (int i = 0; i < 500 && in_join != 1; i++) {
         int ok = 0;
         in_join = tu_sql_int(NULL, &ok,
-                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '/* rowlock:hold-join */%%'");
+                             "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
+                             " AND INFO LIKE '/* rowlock:hold-join */%%'",
+                             r2_session);
         if (in_join != 1)
             rowlock__sleep_us(2000);
     }
