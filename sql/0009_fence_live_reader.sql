@@ -16,31 +16,39 @@
 -- owner's entry of the token; when that one's lease had ended (a reader
 -- that crashed, or a grant its reader never saw), it refused every other
 -- reader of the token, live ones too, until the reaper purged the entry.
--- Now, for a token with several granted entries, it reads the name's row
--- under a shared lock (the latest permits; acquirers' token draws wait for
--- the commit, as on the open-name path) and:
--- - without permits, fences the greatest owner's live entry of the token,
---   if there is one (else, as before, the greatest owner's, which refuses).
---   Safe for the reason the open-name path is: no writer is granted while
---   a live entry of the token exists (a writer's grant needs every
---   reader's entry to have lapsed, and a lapsed entry stays lapsed:
---   renewals need a live one), and the fence's UPDATE locks that entry
---   until the transaction ends, so a writer reading the entries waits for
---   it. As on the open-name path this holds for the token, not for one
---   caller: a reader of the token whose own lease ended commits while
---   another reader of it is live;
+-- Now, for a token that readers may share, it reads the name's row under
+-- a shared lock (the latest permits; an acquirer's token draw waits for
+-- the commit, up to its 1 s lock wait, then retries) and:
+-- - without permits, fences a live entry of the token (the greatest
+--   owner's among the live ones), if there is one (else, as before, the
+--   greatest owner's, which refuses). Safe for the reason the open-name
+--   path is: no writer is granted while a live entry of the token exists
+--   (a writer's grant needs every reader's entry to have lapsed, and a
+--   lapsed entry stays lapsed: renewals need a live one), and the fence's
+--   UPDATE locks that entry until the transaction ends, so a writer
+--   reading the entries waits for it (and that reader's renewal too, as in
+--   0008). As on the open-name path this holds for the token, not for one
+--   caller: a reader of the token whose own lease ended, or whose entry is
+--   gone, commits while another reader of it is live;
 -- - with permits (a semaphore acquirer gave the name permits after readers
 --   shared the token), refuses: another reader's live entry no longer
 --   keeps everyone out (a lapsed reader's permit may have gone to the
 --   semaphore acquirer), and the procedure cannot tell the caller's own
---   entry. 0008 fenced the greatest owner's entry there, which let a
---   lapsed reader commit beside the holders its permit went to when that
---   entry was another's and live. Use the C form (rowlock_fence), which
---   fences the caller's own entry.
--- A token with one entry is fenced as before. The count is a plain read: a
--- transaction whose snapshot is older than the caller's own grant may see
--- one entry of a shared token and fence it as 0008 did. On a Galera
--- cluster every grant draws its own token, so no token has two entries.
+--   entry, nor whether it still exists (a late release or the reaper
+--   deletes a lapsed one). 0008 fenced the greatest owner's entry there,
+--   which let a lapsed reader commit beside the holders its permit went to
+--   when that entry was another's and live. Use the C form
+--   (rowlock_fence), which fences the caller's own entry.
+-- A token readers may share is one not above the row's shared_token: the
+-- only shared tokens are those the name was opened at (joins take it; a
+-- batch grant takes its opener's, which opened the name), and
+-- shared_token only grows. Other tokens (every semaphore grant drawn after
+-- the permits, every writer's, every token on a Galera cluster, where the
+-- name is never opened) have one entry and are fenced as before. The
+-- shared_token test is a plain read: an older snapshot can only show a
+-- smaller shared_token, which sends a shared token down that path only if
+-- the name was opened at it after the snapshot, i.e. after the caller's
+-- transaction began reading, before its grant.
 -- rowlock:routine
 CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
   MODIFIES SQL DATA
@@ -51,7 +59,7 @@ BEGIN
   DECLARE open_seen INT DEFAULT 0;
   DECLARE holder VARBINARY(190) DEFAULT NULL;
   DECLARE live_holder VARBINARY(190) DEFAULT NULL;
-  DECLARE sharing INT DEFAULT 0;
+  DECLARE maybe_shared INT DEFAULT 0;
   DECLARE no_permits INT DEFAULT 0;
   IF @@in_transaction = 0 AND @@autocommit = 1 THEN
     SIGNAL SQLSTATE 'RLF02' SET MESSAGE_TEXT = 'rowlock fence: no transaction is open (START TRANSACTION first)';
@@ -67,18 +75,21 @@ BEGIN
       LOCK IN SHARE MODE;
   END IF;
   IF n = 0 THEN
-    SELECT COUNT(*), MAX(owner), MAX(IF(expires_at > UTC_TIMESTAMP(6), owner, NULL))
-      INTO sharing, holder, live_holder
+    SELECT MAX(owner), MAX(IF(expires_at > UTC_TIMESTAMP(6), owner, NULL)) INTO holder, live_holder
       FROM `{{table}}_hold` WHERE name = lock_name AND token = lock_token AND granted = 1;
-    IF sharing > 1 THEN
-      SELECT COUNT(*) INTO no_permits FROM `{{table}}`
-        WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0
-        LOCK IN SHARE MODE;
-      IF no_permits > 0 THEN
-        SET holder = IFNULL(live_holder, holder);
+    IF holder IS NOT NULL THEN
+      SELECT COUNT(*) INTO maybe_shared FROM `{{table}}`
+        WHERE name = lock_name AND mode = 1 AND shared_token >= lock_token;
+      IF maybe_shared > 0 THEN
+        SELECT COUNT(*) INTO no_permits FROM `{{table}}`
+          WHERE name = lock_name AND mode = 1 AND owner = '' AND permits = 0
+          LOCK IN SHARE MODE;
+        IF no_permits > 0 THEN
+          SET holder = IFNULL(live_holder, holder);
+        END IF;
       END IF;
     END IF;
-    IF sharing > 1 AND no_permits = 0 THEN
+    IF maybe_shared > 0 AND no_permits = 0 THEN
       SET n = 0;
     ELSEIF holder IS NULL THEN
       UPDATE `{{table}}` SET fences = fences + 1
