@@ -41,14 +41,22 @@
 --   (rowlock_fence), which fences the caller's own entry.
 -- A token readers may share is one not above the row's shared_token: the
 -- only shared tokens are those the name was opened at (joins take it; a
--- batch grant takes its opener's, which opened the name), and
--- shared_token only grows. Other tokens (every semaphore grant drawn after
--- the permits, every writer's, every token on a Galera cluster, where the
--- name is never opened) have one entry and are fenced as before. The
--- shared_token test is a plain read: an older snapshot can only show a
--- smaller shared_token, which sends a shared token down that path only if
--- the name was opened at it after the snapshot, i.e. after the caller's
--- transaction began reading, before its grant.
+-- batch grant takes its opener's, and since this version is made only
+-- when the opener's draw did open the name: src/holders.c checks
+-- shared_token = the token drawn, which under READ COMMITTED the draw's
+-- plain look for a writer may not have set while the entries, read later
+-- under lock, show none), and shared_token only grows. Other tokens (every
+-- semaphore grant drawn after the permits, every writer's, every token on
+-- a Galera cluster, where the name is never opened) have one entry and
+-- are fenced as before; an older one may fall below shared_token (a
+-- downgraded writer's, once readers open the name again) and is then
+-- refused on a name with permits: a refusal, not a risk. The shared_token
+-- test is a plain read: an older snapshot can only show a smaller
+-- shared_token, which sends a shared token down that path only if the
+-- name was opened at it after the snapshot, i.e. after the caller's
+-- transaction began reading, before its grant. A reader granted together
+-- by a library before this version at a token the name was not opened at
+-- is fenced as one holder's token until that grant ends.
 -- rowlock:routine
 CREATE OR REPLACE PROCEDURE `{{table}}_fence`(IN lock_name VARBINARY(255), IN lock_token BIGINT UNSIGNED)
   MODIFIES SQL DATA

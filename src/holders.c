@@ -364,7 +364,8 @@ static const char SQL_ROW_CL[] =
     " IFNULL(IF(h.granted = 1, h.expires_at > UTC_TIMESTAMP(6), " WAITER_LIVE "), 0),"                        \
     " IFNULL(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), h.expires_at) / 1000), 0), h.owner IS NOT NULL," \
     " IFNULL(h.gen, 0),"                                                                                      \
-    " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0) " \
+    " IFNULL(IF(h.lease_us > 0, h.lease_us, GREATEST(IFNULL(TIMESTAMPDIFF(MICROSECOND, h.acquired_at, h.expires_at), 0), 5000000)), 0)," \
+    " t.shared_token "                                                                                        \
     "FROM `{{table}}` t LEFT JOIN `{{table}}_hold` h ON h.name = t.name WHERE t.name = ? ORDER BY h.ticket "
 static const char SQL_ENTRIES[] = "/* rowlock:hold-entries */ " ENTRIES_SELECT "LOCK IN SHARE MODE";
 /* The same, autocommitted: a waiter's look (one server). Locking (shared,
@@ -595,11 +596,12 @@ typedef struct entry {
 } entry;
 
 typedef struct entries {
-    rowlock__col cols[12];
+    rowlock__col cols[13];
     entry cur;
     entry *v;
     size_t n, cap;
     unsigned permits;
+    uint64_t shared_token; /* the names row's (one server: readers join at it) */
     int oom;
 } entries;
 
@@ -607,6 +609,7 @@ static int entries_row(void *arg)
 {
     entries *e = arg;
     e->permits = (unsigned)e->cols[0].i;
+    e->shared_token = e->cols[12].u;
     if (!e->cols[9].i)
         return 0; /* the name has no entries */
     if (e->n == e->cap) {
@@ -636,15 +639,16 @@ static int entries_row(void *arg)
 static int entries_read(rowlock_lock *l, entries *e, const char *tmpl)
 {
     memset(e, 0, sizeof *e);
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 13; i++)
         e->cols[i].type = ROWLOCK__T_I64;
+    e->cols[12].type = ROWLOCK__T_U64;
     e->cols[1] = (rowlock__col){ .type = ROWLOCK__T_STR, .buf = e->cur.owner, .cap = sizeof e->cur.owner };
     e->cols[3].type = ROWLOCK__T_U64;
     e->cols[6].type = ROWLOCK__T_U64;
     e->cols[10].type = ROWLOCK__T_U64;
     rowlock__param p = RL_STR(l->name, l->name_len);
     int rc = rowlock__db_run(l->client, RL_STMT(.what = "acquire (insert, entries)", .tmpl = tmpl, .params = &p,
-                                                .nparams = 1, .cols = e->cols, .ncols = 12, .row_fn = entries_row,
+                                                .nparams = 1, .cols = e->cols, .ncols = 13, .row_fn = entries_row,
                                                 .arg = e));
     if (rc == 0 && e->oom)
         rc = rowlock__fail(l->client, ROWLOCK_ENOMEM, "acquire %s: out of memory", l->shown);
@@ -1096,9 +1100,14 @@ static int attempt(rowlock_lock *l, int cluster, int64_t lease_ms, int64_t waite
      * grants the live readers waiting on it too (SQL_GRANT_READERS), before
      * our WRITE: it lets our queue lock go, which wakes the readers waiting
      * on it, and each one's SQL_GRANTED must find its row locked by this
-     * grant (then it waits for our commit). */
+     * grant (then it waits for our commit). Only if the DRAW did open the
+     * name (shared_token = drawn, our own write): under READ COMMITTED its
+     * subquery is a plain read, and an exclusive entry it saw may be gone
+     * (released) by our ENTRIES; readers granted at a token the name was
+     * not opened at would then share a token the SQL fence form takes for
+     * one holder's (sql/0009). */
     if (!cluster && *granted && l->mode == ROWLOCK_MODE_SHARED && l->permits == 0 && e.permits == 0 &&
-        token == drawn && (rc = grant_readers(l, &e, mine, drawn, lease_ms))) {
+        token == drawn && e.shared_token == drawn && (rc = grant_readers(l, &e, mine, drawn, lease_ms))) {
         free(e.v);
         goto fail;
     }

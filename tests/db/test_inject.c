@@ -971,6 +971,59 @@ static void test_acquire__a_join_whose_insert_id_is_lost_reads_its_token(void **
 }
 
 /*
+ * A reader's attempt grants the readers waiting with it only when its DRAW
+ * opened the name (shared_token = the token drawn): the SQL fence form
+ * (sql/0009) takes a token above shared_token for one holder's. Under READ
+ * COMMITTED the DRAW's look for an exclusive entry is a plain read: here it
+ * sees the writer's entry (no opening), the writer releases while the
+ * attempt is stalled before ENTRIES, and ENTRIES finds no writer. The reader
+ * is granted; the waiting reader (its own attempt held off) is not granted
+ * with it. Checked once the first reader is granted: no token above
+ * shared_token has two granted entries. Planted without the shared_token
+ * check: the waiting reader was granted the first one's token, above
+ * shared_token (fails).
+ */
+static void test_acquire__readers_are_granted_together_only_at_a_token_the_name_was_opened_at(void **state)
+{
+    (void)state;
+    rowlock_client *w = C();
+    rowlock_lock *lw = writer_of_shared_name(w, "x-rc");
+    rowlock_client *rc_c = C(), *ra = C();
+    silent_arg wc = { sem_handle(rc_c, "x-rc", 0), 10000, -99 };
+    pthread_t tc, ta;
+    assert_int_equal(pthread_create(&tc, NULL, silent_acquire, &wc), 0);
+    wait_entries("x-rc", 0, 1); /* the waiting reader, behind the writer */
+    /* Woken by the writer's release, the waiting reader's own attempt
+     * would open the name at a later token (above the batch's): held off
+     * until the entries were checked. */
+    arm(rc_c, "hold-draw", 1, ROWLOCK__FAULT_STALL, 2500);
+    assert_rc(rowlock__db_simple(ra, "test", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"), 0, ra);
+    arm(ra, "hold-entries", 1, ROWLOCK__FAULT_STALL, 700);
+    silent_arg wa = { sem_handle(ra, "x-rc", 0), 10000, -99 };
+    assert_int_equal(pthread_create(&ta, NULL, silent_acquire, &wa), 0);
+    rowlock__sleep_us(300000); /* its DRAW saw the writer; it is stalled before ENTRIES */
+    const int wrc = rowlock_release(lw);
+    assert_int_equal(pthread_join(ta, NULL), 0);
+    int ok = 0;
+    const long long bad = tu_sql_int(NULL, &ok,
+                                     "SELECT COUNT(*) FROM (SELECT h.token FROM `" TABLE "_hold` h JOIN `" TABLE
+                                     "` t ON t.name = h.name WHERE h.name = 'x-rc' AND h.granted = 1"
+                                     " AND h.token > t.shared_token GROUP BY h.token HAVING COUNT(*) > 1) z");
+    assert_int_equal(pthread_join(tc, NULL), 0);
+    print_message("  tokens %llu and %llu; tokens above shared_token held twice: %lld\n",
+                  (unsigned long long)rowlock_lock_token(wa.l), (unsigned long long)rowlock_lock_token(wc.l), bad);
+    if (wa.rc == 0)
+        assert_rc(rowlock_release(wa.l), 0, ra);
+    if (wc.rc == 0)
+        assert_rc(rowlock_release(wc.l), 0, rc_c);
+    assert_int_equal(wrc, 0);
+    assert_int_equal(wa.rc, 0);
+    assert_int_equal(wc.rc, 0);
+    assert_true(ok);
+    assert_int_equal(bad, 0);
+}
+
+/*
  * When the first reader behind a writer gives up, the readers waiting on
  * it wake, find no grant (hold-granted), look at the entries (hold-look)
  * and wait again, on the next first reader or the writer, without an
@@ -1920,6 +1973,7 @@ int main(int argc, char **argv)
         FT(test_acquire__an_interrupted_reader_is_granted_nothing),
         FT(test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant),
         FT(test_acquire__a_join_whose_insert_id_is_lost_reads_its_token),
+        FT(test_acquire__readers_are_granted_together_only_at_a_token_the_name_was_opened_at),
         FT(test_acquire__readers_whose_first_reader_left_wait_again_without_attempts),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
