@@ -37,6 +37,18 @@ static void release_any(rowlock_lock *l)
     (void)rc;
 }
 
+/* Shared handles of `name` on clients a and b (registered for teardown). */
+static void two_readers(rowlock_client *a, rowlock_client *b, const char *name, rowlock_lock **ra, rowlock_lock **rb)
+{
+    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
+    so.mode = ROWLOCK_MODE_SHARED;
+    *ra = *rb = NULL;
+    assert_rc(rowlock_lock_new(ra, a, name, &so), 0, a);
+    assert_rc(rowlock_lock_new(rb, b, name, &so), 0, b);
+    tu_register_lock(*ra);
+    tu_register_lock(*rb);
+}
+
 static rowlock_client *C(void)
 {
     return tu_client(TABLE);
@@ -349,13 +361,8 @@ static void test_fence__shared_holders_fence_on_their_entry(void **state)
         skip();
     data_fresh();
     rowlock_client *a = C(), *b = C(), *w = C();
-    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
-    so.mode = ROWLOCK_MODE_SHARED;
-    rowlock_lock *ra = NULL, *rb = NULL;
-    assert_rc(rowlock_lock_new(&ra, a, "shared", &so), 0, a);
-    assert_rc(rowlock_lock_new(&rb, b, "shared", &so), 0, b);
-    tu_register_lock(ra);
-    tu_register_lock(rb);
+    rowlock_lock *ra, *rb;
+    two_readers(a, b, "shared", &ra, &rb);
     rowlock_lock *wx = tu_lock(w, "shared", S);
     void *m = tu_mysql_connect(NULL, 0);
     assert_non_null(m);
@@ -404,13 +411,8 @@ static void test_fence__readers_sharing_a_token_fence_while_one_holds(void **sta
         skip();
     data_fresh();
     rowlock_client *a = C(), *b = C(), *w = C();
-    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
-    so.mode = ROWLOCK_MODE_SHARED;
-    rowlock_lock *ra = NULL, *rb = NULL;
-    assert_rc(rowlock_lock_new(&ra, a, "joined", &so), 0, a);
-    assert_rc(rowlock_lock_new(&rb, b, "joined", &so), 0, b);
-    tu_register_lock(ra);
-    tu_register_lock(rb);
+    rowlock_lock *ra, *rb;
+    two_readers(a, b, "joined", &ra, &rb);
     rowlock_lock *wx = tu_lock(w, "joined", S);
     /* The greater owner gets the short lease. */
     const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
@@ -475,13 +477,8 @@ static void test_fence__a_live_reader_fences_past_a_lapsed_one_after_a_writer_qu
         skip();
     data_fresh();
     rowlock_client *a = C(), *b = C(), *w = C();
-    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
-    so.mode = ROWLOCK_MODE_SHARED;
-    rowlock_lock *ra = NULL, *rb = NULL;
-    assert_rc(rowlock_lock_new(&ra, a, "closed", &so), 0, a);
-    assert_rc(rowlock_lock_new(&rb, b, "closed", &so), 0, b);
-    tu_register_lock(ra);
-    tu_register_lock(rb);
+    rowlock_lock *ra, *rb;
+    two_readers(a, b, "closed", &ra, &rb);
     writer_arg wa = { tu_lock(w, "closed", S), -99 };
     const int a_greater = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) > 0;
     rowlock_lock *lapsing = a_greater ? ra : rb, *live = a_greater ? rb : ra;
@@ -532,13 +529,8 @@ static void test_fence__a_lapsed_reader_cannot_commit_once_its_permit_went_to_a_
         skip();
     data_fresh();
     rowlock_client *a = C(), *b = C(), *sc = C();
-    rowlock_lock_options so = ROWLOCK_LOCK_OPTIONS_INIT;
-    so.mode = ROWLOCK_MODE_SHARED;
-    rowlock_lock *ra = NULL, *rb = NULL;
-    assert_rc(rowlock_lock_new(&ra, a, "mixed", &so), 0, a);
-    assert_rc(rowlock_lock_new(&rb, b, "mixed", &so), 0, b);
-    tu_register_lock(ra);
-    tu_register_lock(rb);
+    rowlock_lock *ra, *rb;
+    two_readers(a, b, "mixed", &ra, &rb);
     writer_arg sa = { tu_lock_mode(sc, "mixed", S, ROWLOCK_MODE_SHARED, 2), -99 };
     /* The lesser owner lapses: 0008 fenced the greater, live one. */
     const int a_lesser = strcmp(rowlock_client_owner(a), rowlock_client_owner(b)) < 0;
