@@ -161,7 +161,13 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  *   ROWLOCK__FAULT_NO_INSERT_ID  runs (a prepared statement), and its
  *                              caller is told insert id 0: what a server
  *                              whose LAST_INSERT_ID(expr) does not reach
- *                              the client would say (the fallback reads).
+ *                              the client would say (the fallback reads);
+ *   ROWLOCK__FAULT_INTERRUPT_AFTER  runs, then rowlock_client_interrupt()
+ *                              cuts the connection before its result is
+ *                              read (the caller sees 2013): an interrupt
+ *                              that came while the server ran the
+ *                              statement, whose effect (a commit) stands
+ *                              though its caller never learns of it.
  * Returns 0, ROWLOCK_EINVALID (a tag no statement carries, or a bad kind) or
  * ROWLOCK_ENOMEM (32 rules). rowlock__fault_tag_known(tag) is 1 for a tag a
  * statement carries.
@@ -170,7 +176,7 @@ int rowlock__db_server_check(rowlock_client *c, const char *what);
  * rowlock__fault_fired_total() how often any rule fired.
  * The environment variable ROWLOCK_FAULTS="tag:nth:spec,..." (spec: an
  * error number, stall=MS or drop) arms rules for any client at the first
- * statement (spec: an error number, stall=MS, drop, rollback=MS or noid), so a
+ * statement (spec: an error number, stall=MS, drop, rollback=MS, noid or cut), so a
  * worker process can be driven from a script; a bad entry
  * (unknown tag included) aborts the process.
  */
@@ -179,7 +185,8 @@ typedef enum rowlock__fault_kind {
     ROWLOCK__FAULT_STALL,
     ROWLOCK__FAULT_DROP_AFTER,
     ROWLOCK__FAULT_ROLLBACK,
-    ROWLOCK__FAULT_NO_INSERT_ID
+    ROWLOCK__FAULT_NO_INSERT_ID,
+    ROWLOCK__FAULT_INTERRUPT_AFTER
 } rowlock__fault_kind;
 #ifdef ROWLOCK_FAULT_INJECTION
 /* fault.c */
@@ -287,10 +294,10 @@ int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session, unsign
  * or the injected error; after it, the error of the cut. */
 #ifdef ROWLOCK_FAULT_INJECTION
 int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, int *drop_after);
-int rowlock__fault_after(rowlock_client *c, const char *what);
+int rowlock__fault_after(rowlock_client *c, const char *what, int drop_after);
 #else
 #define rowlock__fault_before(c, what, sql, drop) (*(drop) = 0, 0)
-#define rowlock__fault_after(c, what) 0
+#define rowlock__fault_after(c, what, drop) 0
 #endif
 
 #endif /* ROWLOCK_DB_H */

@@ -309,7 +309,7 @@ static int exec_locked(rowlock_client *c, const rowlock__stmt *s)
 
     int drop_after = 0;
     if ((rc = rowlock__fault_before(c, what, tmpl, &drop_after)) != 0 || execute(c, st, s) ||
-        (drop_after == 1 && (rc = rowlock__fault_after(c, what)) != 0)) {
+        ((drop_after == 1 || drop_after == 3) && (rc = rowlock__fault_after(c, what, drop_after)) != 0)) {
         if (rc == 0)
             rc = capture_stmt(c, what, st);
         if (!c->connected || rc == ROWLOCK_ESCHEMA)
@@ -420,8 +420,8 @@ static int simple_locked(rowlock_client *c, const char *what, const char *sql)
     free(text);
     if (failed)
         return rowlock__db_capture_conn(c, what);
-    if (drop_after == 1)
-        return rowlock__fault_after(c, what);
+    if (drop_after == 1 || drop_after == 3)
+        return rowlock__fault_after(c, what, drop_after);
     /* Discard any result (e.g. DO/SET produce none; SELECT would). */
     MYSQL_RES *r = mysql_store_result(MYSQLP(c));
     if (r)

@@ -59,7 +59,7 @@ static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, row
                      unsigned value)
 {
     if (tag == NULL || strlen(tag) >= sizeof faults[0].tag || !rowlock__fault_tag_known(tag) ||
-        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_NO_INSERT_ID)
+        kind < ROWLOCK__FAULT_ERROR || kind > ROWLOCK__FAULT_INTERRUPT_AFTER)
         return ROWLOCK_EINVALID;
     for (int i = 0; i < FAULT_MAX; i++) {
         if (!faults[i].used) {
@@ -96,6 +96,8 @@ static void fault_env(void)
             kind = ROWLOCK__FAULT_DROP_AFTER;
         } else if (ok && strcmp(spec, "noid") == 0) {
             kind = ROWLOCK__FAULT_NO_INSERT_ID;
+        } else if (ok && strcmp(spec, "cut") == 0) {
+            kind = ROWLOCK__FAULT_INTERRUPT_AFTER;
         } else if (ok) {
             ok = sscanf(spec, "%u", &value) == 1 && value > 0;
         }
@@ -103,7 +105,7 @@ static void fault_env(void)
             /* A test whose injection silently does not arm proves nothing:
              * stop the process instead of running on without it. */
             fprintf(stderr,
-                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop|rollback=ms|noid, tag one that a statement "
+                    "rowlock: ROWLOCK_FAULTS: bad entry (want tag:nth:errno|stall=ms|drop|rollback=ms|noid|cut, tag one that a statement "
                     "carries: see generated/fault_tags.c)\n");
             abort();
         }
@@ -191,7 +193,8 @@ static const char *fault_sqlstate(unsigned e)
 
 /* Before a statement runs: 0 to run it (after any stall; *drop_after 1
  * when the connection is to be cut once it ran, 2 when its insert id is to
- * read 0), else the injected error. */
+ * read 0, 3 when an interrupt is to cut it once it ran), else the injected
+ * error. */
 int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, int *drop_after)
 {
     rowlock__fault_kind kind;
@@ -209,6 +212,10 @@ int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, 
     }
     if (kind == ROWLOCK__FAULT_NO_INSERT_ID) {
         *drop_after = 2;
+        return 0;
+    }
+    if (kind == ROWLOCK__FAULT_INTERRUPT_AFTER) {
+        *drop_after = 3;
         return 0;
     }
     if (kind == ROWLOCK__FAULT_ROLLBACK) {
@@ -230,9 +237,13 @@ int rowlock__fault_before(rowlock_client *c, const char *what, const char *sql, 
     return rowlock__db_capture(c, what, value, fault_sqlstate(value), msg);
 }
 
-/* After the statement ran: its result is "lost" with the connection. */
-int rowlock__fault_after(rowlock_client *c, const char *what)
+/* After the statement ran: its result is "lost" with the connection
+ * (drop_after 3: cut by rowlock_client_interrupt(), as if it had come
+ * during the statement). */
+int rowlock__fault_after(rowlock_client *c, const char *what, int drop_after)
 {
+    if (drop_after == 3)
+        rowlock_client_interrupt(c);
     rowlock__db_cut(c);
     return rowlock__db_capture(c, what, CR_SERVER_LOST, "HY000", "Lost connection to server during query (injected)");
 }

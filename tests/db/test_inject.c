@@ -943,6 +943,42 @@ static void test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant(vo
 }
 
 /*
+ * A semaphore attempt whose commit an interrupt cut after the server ran it
+ * (one server): the grant committed, and no handle holds it. The give-back
+ * after the cut deletes it (hold_wrote covers every multi-holder acquire,
+ * not only one that queued), so the name's 2 permits are free again at
+ * once. The seam cuts, as an interrupt during the COMMIT would, once the
+ * server has answered it. Planted give-back that skips multi-holder
+ * handles: the entry stays for its 60 s lease and a second try-once is
+ * busy (fails).
+ */
+static void test_acquire__an_attempt_whose_commit_an_interrupt_cut_leaves_no_grant(void **state)
+{
+    (void)state;
+    rowlock_client *r = C();
+    rowlock_lock *l = sem_handle(r, "x-commitcut", 2);
+    arm(r, "hold-commit", 1, ROWLOCK__FAULT_INTERRUPT_AFTER, 0);
+    const int rc = rowlock_acquire(l, 5000, 60000);
+    int ok = 0;
+    const long long left = tu_sql_int(NULL, &ok, "SELECT COUNT(*) FROM `" TABLE "_hold` WHERE name = 'x-commitcut' AND owner = '%s'",
+                                      rowlock_client_owner(r));
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = sem_handle(a, "x-commitcut", 2), *lb = sem_handle(b, "x-commitcut", 2);
+    const int rca = rowlock_acquire(la, 0, 60000), rcb = rowlock_acquire(lb, 0, 60000);
+    if (rca == 0)
+        assert_rc(rowlock_release(la), 0, a);
+    if (rcb == 0)
+        assert_rc(rowlock_release(lb), 0, b);
+    assert_int_equal(rowlock__fault_fired(r, "hold-commit"), 1);
+    assert_int_equal(rc, ROWLOCK_EBUSY);
+    assert_true(ok);
+    print_message("  entries of the cut acquirer left: %lld\n", left);
+    assert_int_equal(left, 0);
+    assert_rc(rca, 0, a);
+    assert_rc(rcb, 0, b);
+}
+
+/*
  * The join's token comes back as the statement's insert id
  * (LAST_INSERT_ID(t.token)). A server whose insert id does not reach the
  * client (none seen: the MySQL 8 seam) leaves it 0; the join then reads its
@@ -1972,6 +2008,7 @@ int main(int argc, char **argv)
         FT(test_acquire__a_grant_a_reader_saw_too_late_is_not_taken_over),
         FT(test_acquire__an_interrupted_reader_is_granted_nothing),
         FT(test_acquire__a_join_whose_reply_an_interrupt_cut_leaves_no_grant),
+        FT(test_acquire__an_attempt_whose_commit_an_interrupt_cut_leaves_no_grant),
         FT(test_acquire__a_join_whose_insert_id_is_lost_reads_its_token),
         FT(test_acquire__readers_are_granted_together_only_at_a_token_the_name_was_opened_at),
         FT(test_acquire__readers_whose_first_reader_left_wait_again_without_attempts),
