@@ -72,7 +72,8 @@ static int fault_add(const rowlock_client *c, const char *tag, unsigned nth, row
 }
 
 /* ROWLOCK_FAULTS="tag:nth:spec,...": spec is a MySQL error number, stall=MS,
- * drop or rollback=MS. Bad entries are reported on stderr and skipped. */
+ * drop, rollback=MS, noid or cut. A bad entry is reported on stderr and
+ * aborts the process. */
 static void fault_env(void)
 {
     const char *env = getenv("ROWLOCK_FAULTS");
