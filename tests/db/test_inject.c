@@ -1059,6 +1059,84 @@ static void test_acquire__readers_are_granted_together_only_at_a_token_the_name_
     assert_int_equal(bad, 0);
 }
 
+/* Wait (5 s at most) until MariaDB session `id` runs a statement whose text
+ * starts with `prefix`; returns 1 if it did. */
+static int wait_running(unsigned long id, const char *prefix)
+{
+    for (int i = 0; i < 2500; i++) {
+        int ok = 0;
+        const long long n = tu_sql_int(NULL, &ok,
+                                       "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %lu"
+                                       " AND INFO LIKE '%s%%'",
+                                       id, prefix);
+        if (ok && n == 1)
+            return 1;
+        rowlock__sleep_us(2000);
+    }
+    return 0;
+}
+
+/*
+ * Under READ COMMITTED a reader's DRAW decides whether it opens the name
+ * (no exclusive entry) by a plain read, its subquery. That read must see
+ * every writer's entry committed before the DRAW got the names row's lock:
+ * InnoDB makes a READ COMMITTED read view at a statement's first
+ * consistent read, and the subquery, correlated with the names row, runs
+ * only once that row is locked. Here a transaction holds the names row;
+ * a writer's DRAW and then the reader's (its join skipped) wait behind it;
+ * it commits, the writer is granted, and only then the reader's DRAW runs.
+ * The name must not be open (shared_token below token) and a third
+ * reader's try must be busy. Planted: the opening decided by a plain read
+ * before the DRAW (check-then-act): the name opens under the writer and
+ * the third reader joins it (fails).
+ */
+static void test_acquire__a_reader_whose_draw_waited_for_a_writer_does_not_open_the_name(void **state)
+{
+    (void)state;
+    rowlock_client *r0 = C();
+    rowlock_lock *l0 = sem_handle(r0, "x-rcdraw", 0);
+    assert_rc(rowlock_acquire(l0, 0, 60000), 0, r0); /* a multi-holder row, opened */
+    assert_rc(rowlock_release(l0), 0, r0);
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    assert_int_equal(tu_mysql_query(m, "START TRANSACTION"), 0);
+    assert_int_equal(tu_mysql_query(m, "SELECT token FROM `" TABLE "` WHERE name = 'x-rcdraw' FOR UPDATE"), 0);
+    rowlock_client *w = C(), *r = C();
+    silent_arg aw = { tu_lock(w, "x-rcdraw", ROWLOCK_STRATEGY_INSERT), 5000, -99 };
+    silent_arg ar = { sem_handle(r, "x-rcdraw", 0), 5000, -99 };
+    const unsigned long w_session = rowlock__db_thread_id(w), r_session = rowlock__db_thread_id(r);
+    assert_rc(rowlock__db_simple(r, "test", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"), 0, r);
+    arm_error(r, "hold-join", 1, 1205); /* straight to the attempt, whose DRAW waits */
+    pthread_t tw, tr;
+    assert_int_equal(pthread_create(&tw, NULL, silent_acquire, &aw), 0);
+    const int w_waits = wait_running(w_session, "/* rowlock:hold-draw */");
+    assert_int_equal(pthread_create(&tr, NULL, silent_acquire, &ar), 0);
+    const int r_waits = wait_running(r_session, "/* rowlock:hold-draw */");
+    assert_int_equal(tu_mysql_query(m, "COMMIT"), 0);
+    tu_mysql_close(m);
+    assert_int_equal(pthread_join(tw, NULL), 0); /* granted */
+    wait_entries("x-rcdraw", 0, 1);              /* the reader, queued behind it */
+    int ok = 0;
+    const long long opened = tu_sql_int(NULL, &ok, "SELECT shared_token = token FROM `" TABLE "` WHERE name = 'x-rcdraw'");
+    rowlock_client *r3 = C();
+    rowlock_lock *l3 = sem_handle(r3, "x-rcdraw", 0);
+    const int rc3 = rowlock_acquire(l3, 0, 60000);
+    if (rc3 == 0)
+        assert_rc(rowlock_release(l3), 0, r3);
+    if (aw.rc == 0)
+        assert_rc(rowlock_release(aw.l), 0, w);
+    assert_int_equal(pthread_join(tr, NULL), 0);
+    if (ar.rc == 0)
+        assert_rc(rowlock_release(ar.l), 0, r);
+    print_message("  opened under the writer: %lld; a third reader's try: %d\n", opened, rc3);
+    assert_true(w_waits && r_waits);
+    assert_int_equal(aw.rc, 0);
+    assert_int_equal(ar.rc, 0);
+    assert_true(ok);
+    assert_int_equal(opened, 0);
+    assert_int_equal(rc3, ROWLOCK_EBUSY);
+}
+
 /*
  * When the first reader behind a writer gives up, the readers waiting on
  * it wake, find no grant (hold-granted), look at the entries (hold-look)
@@ -2011,6 +2089,7 @@ int main(int argc, char **argv)
         FT(test_acquire__an_attempt_whose_commit_an_interrupt_cut_leaves_no_grant),
         FT(test_acquire__a_join_whose_insert_id_is_lost_reads_its_token),
         FT(test_acquire__readers_are_granted_together_only_at_a_token_the_name_was_opened_at),
+        FT(test_acquire__a_reader_whose_draw_waited_for_a_writer_does_not_open_the_name),
         FT(test_acquire__readers_whose_first_reader_left_wait_again_without_attempts),
         FT(test_acquire__a_release_that_frees_no_hint_is_noticed_within_a_quarter),
         FT(test_acquire__shared_by_the_one_row_holder_itself_is_refused_at_once),
