@@ -15,6 +15,10 @@
 #     could end, and no two critical sections overlap.
 #  3. rowlock run stopped with SIGSTOP past its lease, then SIGCONT: it says
 #     it was paused (not that the database does not answer) and exits 75.
+#  4. a lost lock stops what COMMAND started too: a background child, one
+#     that ignores SIGTERM, one in its own session (setsid); all are gone
+#     when rowlock exits 75 (COMMAND's orphans are re-parented to rowlock,
+#     a child subreaper, and killed).
 #
 # Environment (from tests/CMakeLists.txt): ROWLOCK_BIN_DIR, ROWLOCK_SANDBOX.
 # Output: "ok N - ..." lines, then "P passed, F failed".
@@ -151,5 +155,36 @@ prc=$?
 [[ $prc -eq 75 ]] && grep -q 'rowlock itself was stopped' "$W/paused.err" && ! grep -q 'does not answer' "$W/paused.err"
 check $? "paused past its lease: rowlock says it was stopped (not that the database does not answer), exit 75" \
     "exit $prc" "$(cat "$W/paused.err")"
+
+# ---------------------------------------------------------------------------
+# 4. a lost lock stops what COMMAND started, not only COMMAND
+# ---------------------------------------------------------------------------
+T=$W/tree
+mkdir -p "$T"
+"${R[@]}" run -l 3 tree-lock sh -c '
+    sleep 300 & echo $! > "$1/p1"
+    (trap "" TERM; exec sleep 301) & echo $! > "$1/p2"
+    setsid sleep 302 & echo $! > "$1/p3"
+    echo 1 > "$1/started"
+    wait' sh "$T" 2>"$T/err" &
+tpid=$!
+wait_file "$T/started" 30
+"${R[@]}" release --force tree-lock >"$T/force.out" 2>&1
+frc=$?
+wait_pid "$tpid" 30
+trc=$?
+alive=""
+for k in 1 2 3; do
+    p=$(cat "$T/p$k" 2>/dev/null)
+    # Gone: no such process, or a zombie waiting for its (new) parent.
+    st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -c1)
+    if [[ -z $p || ( -n $st && $st != Z ) ]]; then
+        alive+=" p$k=${p:-?}($st)"
+        [[ -n $p ]] && kill -KILL "$p" 2>/dev/null
+    fi
+done
+[[ $frc -eq 0 && $trc -eq 75 && -z $alive ]]
+check $? "a lost lock: rowlock exits 75 and what COMMAND started (a child, one ignoring SIGTERM, one setsid) is gone" \
+    "force release $frc: $(cat "$T/force.out")" "rowlock exit $trc" "still running:$alive" "$(cat "$T/err")"
 
 tap_done

@@ -18,7 +18,8 @@
 #     comes after its last timestamp. for-update too (issue 24 item 1): the
 #     stopped supervisor's keeper no longer keeps the session alive, the
 #     server ends it after the lease, and the next holder is granted while
-#     the supervisor is still stopped.
+#     the supervisor is still stopped. "tree": the ticker is COMMAND's own
+#     child (insert): the watchdog kills what COMMAND started too.
 #  4. for-update: the supervisor is killed; the watchdog kills COMMAND at
 #     once (the lock closed with the supervisor's session).
 #
@@ -119,11 +120,17 @@ check $? "--kill-after 1 with a 3 s lease runs" "$(cat "$W/fits.err")"
 # ---------------------------------------------------------------------------
 # 3. the supervisor alone is stopped; COMMAND runs on
 # ---------------------------------------------------------------------------
-for s in insert optimistic for-update; do
+for s in insert optimistic for-update tree; do
     D=$W/$s-stopped
     mkdir -p "$D"
     name="stop-$s-sup"
-    "${R[@]}" run -S "$s" -l 2 "$name" sh -c "$TICK" rowlock-stop-tick "$D" run 2>"$D/err" &
+    st=$s
+    cmd=(sh -c "$TICK" rowlock-stop-tick "$D" run)
+    if [[ $s == tree ]]; then # the ticker is a grandchild: COMMAND's own child
+        st=insert
+        cmd=(sh -c 'sh -c "$1" rowlock-stop-tick "$2" run & wait' sh "$TICK" "$D")
+    fi
+    "${R[@]}" run -S "$st" -l 2 "$name" "${cmd[@]}" 2>"$D/err" &
     hpid=$!
     if ! wait_file "$D/ticks" 30; then
         fail "$s/supervisor stopped: holder started" "$(head -c 400 "$D/err")"
@@ -132,7 +139,7 @@ for s in insert optimistic for-update; do
     fi
     sleep 0.3
     kill -STOP "$hpid"
-    "${R[@]}" run -S "$s" -w 20 -l 2 "$name" sh -c 'date +%s.%N > "$1/next"' sh "$D" 2>"$D/next.err"
+    "${R[@]}" run -S "$st" -w 20 -l 2 "$name" sh -c 'date +%s.%N > "$1/next"' sh "$D" 2>"$D/next.err"
     nrc=$?
     # A COMMAND still running ticks every 10 ms: give it time to show.
     sleep 0.3

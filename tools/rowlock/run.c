@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -182,7 +183,162 @@ static int64_t wd_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void watchdog_main(int rd, int pidfd, int kill_on_eof)
+/* ---- what COMMAND started ---------------------------------------------------
+ *
+ * A lost lock stops COMMAND and everything it started: a script's programs,
+ * `make`'s jobs, a pipeline, a daemon that forked away. rowlock makes
+ * itself a child subreaper (PR_SET_CHILD_SUBREAPER) before it forks
+ * COMMAND, so a descendant orphaned by its parent's exit is re-parented to
+ * rowlock rather than to init, and stays findable by its parent links in
+ * /proc: setsid() and a double fork do not take it out of the tree. What a
+ * process moves out by other means (a service manager asked to start it,
+ * a container runtime) is not COMMAND's to stop. The walk below uses only
+ * async-signal-safe calls (the watchdog, a child of a threaded process,
+ * runs it), and signals through a pidfd opened after the parent link was
+ * read and checked again, so a pid reused meanwhile is never signalled. */
+
+#define TREE_MAX 4096 /* descendants followed per walk */
+
+struct linux_dirent64_ {
+    uint64_t d_ino;
+    int64_t d_off;
+    unsigned short d_reclen;
+    unsigned char d_type;
+    char d_name[];
+};
+
+/* Process pid's state letter and parent from /proc/PID/stat: 0, or -1 if
+ * it is gone or unreadable. */
+static int proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+    char path[32] = "/proc/", buf[512], digits[16];
+    size_t n = 0, k = 6;
+    unsigned long v = (unsigned long)pid;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && n < sizeof digits);
+    while (n)
+        path[k++] = digits[--n];
+    memcpy(path + k, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r;
+    do {
+        r = read(fd, buf, sizeof buf - 1);
+    } while (r < 0 && errno == EINTR);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    buf[r] = '\0';
+    char *e = strrchr(buf, ')'); /* the command name may hold anything */
+    if (e == NULL || e[1] != ' ' || e[2] == '\0' || e[3] != ' ')
+        return -1;
+    *state = e[2];
+    long pp = 0;
+    for (const char *d = e + 4; *d >= '0' && *d <= '9'; d++)
+        pp = pp * 10 + (*d - '0');
+    *ppid = (pid_t)pp;
+    return 0;
+}
+
+static int in_set(const pid_t *set, size_t n, pid_t p)
+{
+    for (size_t i = 0; i < n; i++)
+        if (set[i] == p)
+            return 1;
+    return 0;
+}
+
+/* SIGKILL every live process below root (its children, theirs, ...), but
+ * not `spare` nor the caller. Returns how many live ones it found (0: the
+ * tree below root is empty, zombies aside), -1 if /proc cannot be read. */
+static int kill_below(pid_t root, pid_t spare)
+{
+    pid_t set[TREE_MAX];
+    size_t n = 1;
+    int live = 0, added = 1;
+    const pid_t self = getpid();
+    set[0] = root;
+    while (added) {
+        added = 0;
+        int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+            return -1;
+        for (;;) {
+            char dbuf[4096];
+            long got = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
+            if (got <= 0)
+                break;
+            for (long off = 0; off < got;) {
+                const struct linux_dirent64_ *d = (const struct linux_dirent64_ *)(dbuf + off);
+                off += d->d_reclen;
+                long p = 0;
+                const char *c = d->d_name;
+                for (; *c >= '0' && *c <= '9' && p < INT_MAX / 10; c++)
+                    p = p * 10 + (*c - '0');
+                if (*c != '\0' || p <= 0 || in_set(set, n, (pid_t)p))
+                    continue;
+                char st;
+                pid_t pp;
+                if (proc_stat((pid_t)p, &st, &pp) != 0 || !in_set(set, n, pp))
+                    continue;
+                if (n < TREE_MAX)
+                    set[n++] = (pid_t)p;
+                added = 1;
+                if (st == 'Z' || st == 'X' || (pid_t)p == spare || (pid_t)p == self)
+                    continue;
+                live++;
+                int pfd = (int)syscall(SYS_pidfd_open, (pid_t)p, 0u);
+                if (pfd >= 0) {
+                    /* Still the process whose parent we read? */
+                    if (proc_stat((pid_t)p, &st, &pp) == 0 && in_set(set, n, pp))
+                        (void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0u);
+                    close(pfd);
+                } else if (errno == ENOSYS) {
+                    (void)kill((pid_t)p, SIGKILL); /* Linux before 5.3 */
+                }
+            }
+        }
+        close(dfd);
+    }
+    return live;
+}
+
+static void sleep_us_(int64_t us)
+{
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* kill_below(root, spare) (and below root2 if > 0) until the trees are
+ * empty or `bound_us` passed. Returns 1 if they are empty. */
+static int kill_tree(pid_t root, pid_t root2, pid_t spare, int64_t bound_us)
+{
+    const int64_t until = wd_now_us() + bound_us;
+    for (;;) {
+        int a = kill_below(root, spare), b = root2 > 0 ? kill_below(root2, spare) : 0;
+        if (a == 0 && b == 0)
+            return 1;
+        if (a < 0 || b < 0 || wd_now_us() >= until)
+            return 0;
+        sleep_us_(5000);
+    }
+}
+
+/* The watchdog's kill: what COMMAND started, COMMAND, then whatever is
+ * left below COMMAND and below the supervisor (its subreaper, if it still
+ * lives: COMMAND's orphans go there), within a second. */
+static void wd_kill(int pidfd, pid_t cmd_pid, pid_t super)
+{
+    (void)kill_below(cmd_pid, 0);
+    (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
+    (void)kill_tree(cmd_pid, getppid() == super ? super : 0, getpid(), 1000000);
+}
+
+static void watchdog_main(int rd, int pidfd, int kill_on_eof, pid_t cmd_pid, pid_t super)
 {
     static const int ign[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP };
     struct sigaction sa;
@@ -216,7 +372,7 @@ static void watchdog_main(int rd, int pidfd, int kill_on_eof)
         if (deadline != INT64_MAX) {
             int64_t d = deadline - now;
             if (d <= 0) {
-                (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
+                wd_kill(pidfd, cmd_pid, super);
                 _exit(0);
             }
             d = (d + 999) / 1000;
@@ -244,7 +400,7 @@ static void watchdog_main(int rd, int pidfd, int kill_on_eof)
                 deadline = v;
             } else if (r == 0 || (r < 0 && errno != EINTR && errno != EAGAIN)) {
                 if (kill_on_eof) {
-                    (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
+                    wd_kill(pidfd, cmd_pid, super);
                     _exit(0);
                 }
                 open_pipe = 0; /* the supervisor is gone: the last deadline stands */
@@ -284,7 +440,7 @@ static int watchdog_start(watchdog *wd, pid_t cmd_pid, int verbose, int kill_on_
     wd->pid = fork();
     if (wd->pid == 0) {
         close(p[1]);
-        watchdog_main(p[0], pidfd, kill_on_eof);
+        watchdog_main(p[0], pidfd, kill_on_eof, cmd_pid, getppid());
         _exit(0);
     }
     close(p[0]);
@@ -716,8 +872,10 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const ch
         if (lost_state && !killed && now >= kill_at) {
             fprintf(stderr, "%s: %s (pid %ld) still running %.2f s after SIGTERM; sending SIGKILL\n",
                     PROG, what, (long)pid, (double)(now - term_at) / 1e6);
+            (void)kill_below(pid, 0); /* what it started, first: then none is orphaned */
             if (kill(pid, SIGKILL) != 0 && errno != ESRCH)
                 fprintf(stderr, "%s: kill(SIGKILL): %s\n", PROG, strerror(errno));
+            (void)kill_below(getpid(), wd->pid);
             killed = 1;
         }
 
@@ -1030,6 +1188,11 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         goto release;
     }
     if (fflush(NULL) != 0) { /* nothing buffered matters to the child */ }
+    /* What COMMAND starts stays below us when its parent exits (see "what
+     * COMMAND started"): a lost lock stops all of it. */
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0 && ra.o.verbose)
+        fprintf(stderr, "%s: run: cannot become a subreaper (%s): processes COMMAND starts and leaves are not "
+                        "stopped with it\n", PROG, strerror(errno));
 
     pid = fork();
     if (pid < 0) {
@@ -1085,6 +1248,8 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         watchdog wd;
         (void)watchdog_start(&wd, pid, ra.o.verbose, ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE);
         ex = supervise(pid, &wt, &wd, sfd, what, &lost);
+        if (lost && kill_tree(getpid(), 0, wd.pid, 1000000) == 0)
+            fprintf(stderr, "%s: some processes %s started were still running 1 s after SIGKILL\n", PROG, what);
         watchdog_stop(&wd);
     }
     {
