@@ -634,7 +634,11 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_release(rowlock_lock *l);
 
 /**
  * Extend the lease to now + lease_ms (server clock). Never re-acquires: if
- * the lease already ended or the row changed hands, nothing changes.
+ * the lease already ended or the row changed hands, nothing changes. Never
+ * shortens it either: a lease that ends later than now + lease_ms (a longer
+ * lease given at the acquire, or by another handle of this client sharing
+ * the grant) keeps its end (0.2.0; before, a renewal could end it sooner
+ * than the keeper's safe time said).
  * for-update: checks that the holding transaction is still alive, which
  * restarts the server's idle timer for the session (and makes lease_ms its
  * wait_timeout when it changed).

@@ -509,9 +509,12 @@ static const char SQL_FORGET[] =
  * just before it gave up: "Readers granted together"). */
 static const char SQL_FORGET_ANY[] =
     "/* rowlock:hold-forget */ SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ?";
-/* Params: lease µs, name, owner, token. Rows: 1 renewed, 0 lost. */
+/* Params: lease µs, name, owner, token. Rows: 1 renewed, 0 lost. Never
+ * shortens the lease (lease_server.c's LEASE_RENEW says why; gen + 1 makes
+ * every renewal a change, so the rows changed say whether it matched). */
 static const char SQL_RENEW[] =
-    "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET gen = gen + 1,"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
 /* On a cluster. Params: lease µs, lease µs, name, owner, token. No clock in
  * the condition: a taker passes over an entry only by deleting it (after

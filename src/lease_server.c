@@ -9,9 +9,19 @@
  */
 #include "rowlock_int.h"
 
-/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost. */
+/* Params: lease µs, name, owner, token, strategy. Rows changed: 1 renewed, 0 lost.
+ * A renewal never shortens the lease: the holder's keeper counts its safe
+ * time as the greatest (send time + lease) of the renewals the server
+ * confirmed, which only holds if none of them can end the lease earlier
+ * than another did (a keeper renewing with a shorter lease than the
+ * acquire's, or two handles of one client sharing a grant with different
+ * leases, would otherwise be told it is safe past the lease's real end).
+ * gen + 1 (what every holder's write does, sql/0003) makes every renewal a
+ * change: a lease kept as it was would otherwise count 0 rows changed, the
+ * answer for a lost lock. */
 static const char LEASE_RENEW[] =
-    "/* rowlock:renew */ UPDATE `{{table}}` SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND "
+    "/* rowlock:renew */ UPDATE `{{table}}` SET gen = gen + 1,"
+    " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
     "WHERE name = ? AND owner = ? AND token = ? AND strategy = ? AND expires_at > UTC_TIMESTAMP(6)";
 
 /* Params: lease µs, name, owner, strategy. Our owner's live row: count 1,

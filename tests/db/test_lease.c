@@ -353,11 +353,48 @@ static void test_restart__tokens_keep_increasing_across_server_restart_and_crash
     tu_sandbox_stop(&sb);
 }
 
+/*
+ * A renewal never shortens the lease, so the keeper's safe time (the
+ * greatest send time + lease the server confirmed) is never past the
+ * lease's end on the server. Acquired for 20 s, renewed by hand for 1 s,
+ * then kept with 1 s renewals: the lease still ends ~20 s out, and the
+ * keeper's safe time is not beyond it. Planted renewal that sets now +
+ * lease: the server's lease ends within 1 s while the keeper says ~18 s
+ * (fails).
+ */
+static void test_renew__never_shortens_the_lease(void **state)
+{
+    (void)state;
+    rowlock_client *a = C(), *b = C();
+    rowlock_lock *la = L(a, "renew-short"), *lb = L(b, "renew-short");
+    rowlock_info info;
+    assert_rc(rowlock_acquire(la, 0, 20000), 0, a);
+    assert_rc(rowlock_renew(la, 1000), 0, a);
+    tu_inspect(lb, &info);
+    const int64_t after_renew = info.expires_in_ms;
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    ko.lease_ms = 1000;
+    assert_rc(rowlock_keep(la, &ko), 0, a);
+    tu_sleep_ms(1500); /* renewals every 333 ms */
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    assert_int_equal(rowlock_keep_status(la, &ki), 0);
+    const int64_t t1 = tu_now_us();
+    tu_inspect(lb, &info);
+    const int64_t since_ms = (tu_now_us() - t1) / 1000 + 1; /* the status is older than the inspect */
+    assert_rc(rowlock_release(la), 0, a);
+    print_message("  lease left after a 1 s renewal: %lld ms; keeper safe for %lld ms, server's lease %lld ms\n",
+                  (long long)after_renew, (long long)ki.safe_ms, (long long)info.expires_in_ms);
+    assert_true(after_renew > 15000);
+    assert_true(ki.renewals >= 1);
+    assert_true(ki.safe_ms - since_ms <= info.expires_in_ms + 50);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest main_tests[] = {
         TU_TEST(test_expiry__an_idle_holder_loses_the_lock_only_after_its_lease),
         TU_TEST(test_renew__keeps_the_lock_past_its_original_lease),
+        TU_TEST(test_renew__never_shortens_the_lease),
         TU_TEST(test_renew__after_the_lease_ended_is_enotowner),
         TU_TEST(test_release__after_the_lease_ended_but_untaken_succeeds),
         TU_TEST(test_reentry__extends_the_lease_to_at_least_the_new_one),

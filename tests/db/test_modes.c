@@ -873,6 +873,53 @@ static void test_modes__optimistic_refuses_shared(void **state)
     rowlock_lock_free(l);
 }
 
+/* ms left of `owner`'s entry of `name` (server clock); -1: none. */
+static long long entry_left_ms(const char *name, const char *owner)
+{
+    int ok = 0;
+    long long v = tu_sql_int(NULL, &ok,
+                             "SELECT IFNULL(MAX(FLOOR(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) / 1000)), -1)"
+                             " FROM `%s_hold` WHERE name = '%s' AND owner = '%s'",
+                             TABLE, name, owner);
+    assert_true(ok);
+    return v;
+}
+
+/*
+ * A shared holder's renewal never shortens its lease (as a one-row
+ * holder's: test_lease), so the keeper's safe time is never past the
+ * entry's end. Acquired for 20 s, renewed by hand for 1 s, kept with 1 s
+ * renewals. Planted renewal that sets now + lease: the entry ends within
+ * 1 s while the keeper says ~18 s (fails).
+ */
+static void test_shared__a_renewal_never_shortens_the_lease(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip(); /* for-update: the session is the lease; the cluster rule: no clock */
+    rowlock_client *a = C();
+    rowlock_lock *ra = ML(a, "renew-short", ROWLOCK_MODE_SHARED, 0);
+    const char *owner = rowlock_client_owner(a);
+    assert_rc(rowlock_acquire(ra, 0, 20000), 0, a);
+    assert_rc(rowlock_renew(ra, 1000), 0, a);
+    const long long after_renew = entry_left_ms("renew-short", owner);
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    ko.lease_ms = 1000;
+    assert_rc(rowlock_keep(ra, &ko), 0, a);
+    tu_sleep_ms(1500); /* renewals every 333 ms */
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    assert_int_equal(rowlock_keep_status(ra, &ki), 0);
+    const int64_t t1 = tu_now_us();
+    const long long left = entry_left_ms("renew-short", owner);
+    const int64_t since_ms = (tu_now_us() - t1) / 1000 + 1;
+    assert_rc(rowlock_release(ra), 0, a);
+    print_message("  entry left after a 1 s renewal: %lld ms; keeper safe for %lld ms, the entry %lld ms\n",
+                  after_renew, (long long)ki.safe_ms, left);
+    assert_true(after_renew > 15000);
+    assert_true(ki.renewals >= 1);
+    assert_true(ki.safe_ms - since_ms <= left + 50);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -881,6 +928,7 @@ int main(int argc, char **argv)
         TU_TEST(test_shared__a_writer_is_not_starved_by_later_readers),
         TU_TEST(test_shared__readers_and_writers_never_overlap),
         TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
+        TU_TEST(test_shared__a_renewal_never_shortens_the_lease),
         TU_TEST(test_shared__a_renewing_holder_keeps_a_writer_out_a_lapsed_one_does_not),
         TU_TEST(test_shared__a_release_after_the_lease_ended_reports_the_loss),
         TU_TEST(test_semaphore__never_more_than_n_holders),
