@@ -323,6 +323,18 @@ static int open_one(rowlock_client *c, const char *host, unsigned int port, MYSQ
             return rc;
         }
     }
+    {
+        /* Connector/C opens its socket without close-on-exec: a program
+         * that runs another (rowlock run's COMMAND, an application's child)
+         * would hand it the session, and with stdin/stdout closed the
+         * socket may even be its fd 0 or 1. Set it here, after every
+         * connect. (Another thread's fork + exec during mysql_real_connect
+         * could still inherit it: no connector option closes that.) */
+        int sfd = (int)mysql_get_socket(m);
+        int fl = sfd >= 0 ? fcntl(sfd, F_GETFD) : -1;
+        if (fl >= 0 && !(fl & FD_CLOEXEC))
+            (void)fcntl(sfd, F_SETFD, fl | FD_CLOEXEC);
+    }
     *out = m;
     return 0;
 }

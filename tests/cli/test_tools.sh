@@ -867,6 +867,27 @@ check $? "run: with fds 3..4200 open, COMMAND inherits no socket (the connection
     "exit $RC" "$(show "$W/out")" "$(show "$W/err")"
 fi
 
+# With stdin and stdout closed the connection's socket may be opened as fd 0
+# or 1 (the lowest free): close-on-exec must cover it there too (found by a
+# review; the fds-above-3 sweep skipped 0-2).
+rm -f "$W/fd01"
+"$RL" --table "$TABLE" run "${P}fd01" -- \
+    sh -c 'n=0; for f in /proc/$$/fd/*; do case $(readlink "$f") in socket:*) n=$((n+1));; esac; done; echo "sockets=$n" >"$1"' \
+    sh "$W/fd01" <&- >&- 2>"$W/fd01.err"
+RC=$?
+[[ $RC == 0 ]] && grep -qx 'sockets=0' "$W/fd01"
+check $? "run: with stdin and stdout closed, COMMAND inherits no socket on fd 0 or 1" \
+    "exit $RC" "$(cat "$W/fd01" 2>/dev/null)" "$(show "$W/fd01.err")"
+
+# COMMAND's ignored signals are those rowlock was started with: Connector/C
+# ignores SIGPIPE in rowlock's process, and a pipeline in COMMAND must still
+# die of it (`yes | head -1` printed "Broken pipe"; found by a review).
+want=$(sh -c 'grep "^SigIgn" /proc/$$/status')
+cap "$RL" --table "$TABLE" run "${P}sigpipe" -- sh -c 'grep "^SigIgn" /proc/$$/status; yes | head -n 1 >/dev/null'
+[[ $RC == 0 ]] && [[ $(cat "$W/out") == "$want" ]] && ! [[ -s $W/err ]]
+check $? "run: COMMAND starts with the ignored signals rowlock was started with (SIGPIPE not ignored)" \
+    "exit $RC" "want $want" "$(show "$W/out")" "$(show "$W/err")"
+
 # item 5: MYSQL_PWD never reaches COMMAND
 cap env MYSQL_PWD=not-for-the-child "$RL" --table "$TABLE" run "${P}pwd" -- sh -c 'test -z "${MYSQL_PWD+set}"'
 expect_rc 0 "run: MYSQL_PWD is removed from COMMAND's environment"
