@@ -16,6 +16,7 @@
 #ifndef ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
 #define ROWLOCK_TOOLS_ROWLOCK_COMMANDS_H
 
+#include <signal.h>
 #include <stdio.h>
 
 #include "common/cli.h"
@@ -28,6 +29,9 @@ typedef int (*rowlock_cmd_fn)(cli_conn *cc, int argc, char **argv);
 /* The whole program but the final rowlock_library_end() (main.c); main()
  * calls it, and so does the parser fuzz target, once per input. */
 int rl_main(int argc, char **argv);
+/* SIGPIPE's disposition when rl_main began (main.c), for COMMAND (run.c). */
+extern struct sigaction rl_sigpipe_at_start;
+extern int rl_sigpipe_saved;
 
 
 /* run.c */

@@ -8,6 +8,8 @@
  */
 #include "commands.h"
 
+#include <signal.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,11 +140,20 @@ static int dispatch(cli_conn *cc, int argc, char **argv)
     return CLI_EX_USAGE;
 }
 
+/* SIGPIPE's disposition as whoever started us left it: Connector/C's
+ * library init ignores SIGPIPE for the whole process, and `rowlock run`
+ * gives COMMAND this one back (a pipeline in COMMAND must die of SIGPIPE as
+ * it would under flock(1)). */
+struct sigaction rl_sigpipe_at_start;
+int rl_sigpipe_saved;
+
 int rl_main(int argc, char **argv)
 {
     cli_conn cc;
     int i = 1, ex;
 
+    if (!rl_sigpipe_saved && sigaction(SIGPIPE, NULL, &rl_sigpipe_at_start) == 0)
+        rl_sigpipe_saved = 1;
     cli_conn_init(&cc);
     while (i < argc) {
         const char *a = argv[i];

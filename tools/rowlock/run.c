@@ -1204,6 +1204,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         /* Child: only async-signal-safe calls until exec. */
         int e;
         if (sigaction(SIGCHLD, &old_chld, NULL) != 0) { /* keep going */ }
+        if (rl_sigpipe_saved && sigaction(SIGPIPE, &rl_sigpipe_at_start, NULL) != 0) { /* keep going */ }
         if (sigprocmask(SIG_SETMASK, &oldmask, NULL) != 0) { /* keep going */ }
         if (ra.shell_cmd)
             execv("/bin/sh", cargv);
