@@ -74,6 +74,13 @@ read -r cnt nm nm1 toks tok <<<"$out"
 check $? "run -N NAME -c CMD: one name keeps ROWLOCK_NAME/ROWLOCK_TOKEN, plus the numbered ones" "$out" \
     "$(cat "$W/one.err")"
 
+# An inner run with fewer names than an outer one: the outer's numbered
+# variables past the inner's count are gone (found by a review).
+out=$(ROWLOCK_NAME_2=outer ROWLOCK_TOKEN_2=7 ROWLOCK_NAME_3=outer rl run -N "$c" \
+    -c 'echo "${ROWLOCK_NAME_2-unset} ${ROWLOCK_TOKEN_2-unset} ${ROWLOCK_NAME_3-unset} $ROWLOCK_COUNT"' 2>"$W/inner.err")
+[[ $out == "unset unset unset 1" ]]
+check $? "run -N NAME: numbered variables inherited past its one name are removed" "$out" "$(cat "$W/inner.err")"
+
 # ---- all or none ------------------------------------------------------------------
 rl run -N "$c" sh -c 'touch "$1/held"; while [ ! -e "$1/done" ]; do sleep 0.1; done' sh "$W" 2>"$W/h.err" &
 hp=$!

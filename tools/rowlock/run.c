@@ -1028,6 +1028,16 @@ static int set_env_names(const rl_hold *h)
         if (i + 1 == h->n) {
             int r = set_env("ROWLOCK_TOKENS", all);
             free(all);
+            /* Numbered variables past ours, inherited from an outer `rowlock
+             * run` with more names, would read as names we hold. */
+            for (size_t j = h->n + 1; r == 0 && j <= RL_NAMES_MAX + 1; j++) {
+                snprintf(k, sizeof k, "ROWLOCK_NAME_%zu", j);
+                if (unsetenv(k) != 0)
+                    r = -1;
+                snprintf(k, sizeof k, "ROWLOCK_TOKEN_%zu", j);
+                if (unsetenv(k) != 0)
+                    r = -1;
+            }
             return r;
         }
     }
