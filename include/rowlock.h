@@ -988,8 +988,12 @@ typedef struct rowlock_keep_info {
 
 #define ROWLOCK_KEEP_INFO_INIT { ROWLOCK_KEEP_INFO_VERSION, ROWLOCK_KEEP_NONE, 0, 0, 0, 0, 0, 0, 0, "" }
 
-/** Called once per grant, on the keeper thread, when the lock is LOST or
- *  when it is UNKNOWN and its safe-until time is closer than warn_ms. */
+/** Called on the keeper thread when the lock is LOST, or when its
+ *  safe-until time comes closer than warn_ms (renewals failing: UNKNOWN;
+ *  or one taking too long). Once per grant, until a confirmed renewal moves
+ *  the safe time further than warn_ms away again: that re-arms it (0.2.0:
+ *  before, never, so a lock kept after a long wait, warned at once, was
+ *  never told of a later loss). */
 typedef void (*rowlock_keep_fn)(rowlock_lock *l, const rowlock_keep_info *st, void *arg);
 
 /* 2: flags. */

@@ -90,7 +90,9 @@ struct rowlock__kept {
     unsigned attempt;        /* failed renewals in a row */
     int busy;                /* keeper threads working on it without the mutex */
     int renewing;            /* the renewer has a round trip in flight for it */
-    int notified;            /* the callback ran for this grant */
+    int notified;            /* the callback ran (a loss, or a safe time running
+                                out); a renewal that moves the safe time away
+                                again re-arms it */
     int64_t safe_until;
     rowlock_keep_info st;
     rowlock_keep_fn fn;
@@ -199,8 +201,17 @@ static void refresh(rowlock__keeper *k, rowlock__kept *e, int64_t now)
 
 static void entry_free(rowlock__kept *e);
 
-/* Run the callback once for this grant, without the mutex (the entry is
- * busy meanwhile, so it cannot be unlinked). Watcher thread only. */
+/* A confirmed renewal moved the safe time further than warn_us away: a
+ * later warning, or the loss, is told again (mutex held). */
+static void rearm(rowlock__kept *e, int64_t now)
+{
+    if (e->notified && e->st.state != ROWLOCK_KEEP_LOST && e->safe_until - e->warn_us > now)
+        e->notified = 0;
+}
+
+/* Run the callback once for this grant (again only after rearm()), without
+ * the mutex (the entry is busy meanwhile, so it cannot be unlinked).
+ * Watcher thread only. */
 static void notify(rowlock__keeper *k, rowlock__kept *e)
 {
     e->notified = 1;
@@ -311,6 +322,7 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
             state_event(k, e);
         if (sent + lease_ms * 1000 - drift_us(lease_ms) > e->safe_until)
             e->safe_until = sent + lease_ms * 1000 - drift_us(lease_ms);
+        rearm(e, done);
         e->next_us = sent + e->interval_us;
         wake(k); /* the watcher's next deadline moved */
         return;
@@ -712,6 +724,7 @@ static void keeper_renewed(rowlock_lock *l, int64_t sent_us, int64_t lease_ms)
             e->safe_until = until;
         } else if (until > e->safe_until)
             e->safe_until = until;
+        rearm(e, rowlock__now_us());
         if (e->st.state == ROWLOCK_KEEP_UNKNOWN) {
             e->st.state = ROWLOCK_KEEP_HELD;
             e->st.code = 0;

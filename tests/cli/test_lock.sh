@@ -189,6 +189,33 @@ else
     fail "force-released: unlock --check and unlock exit 75" "$out"
 fi
 
+# ---- lost after a long wait: the first check after the loss says so ------------------
+# A lock granted after a wait of most of its lease is warned about by the
+# keeper at once (its safe time counts from the start of the wait). That
+# warning was the keeper's one callback per grant, so a later loss woke
+# nobody, and unlock --check answered from the supervisor's last wake-up:
+# "held", seconds after the keeper knew (found by a review). Now a renewal
+# re-arms the callback, and a check asks the keeper. One check, 4 s after a
+# force release (renewals every 3 s), must say lost. Planted with both
+# fixes reverted: it says held (fails).
+n="${P}lostlate"
+out=$(timeout 60 bash -c '
+    "$RL" --table=$T run "$1" sleep 8.5 & holder=$!
+    sleep 0.5
+    eval "$("$RL" --table=$T lock -l 9 "$1")" || exit 90
+    wait $holder
+    sleep 1 # the renewals that follow the grant are done
+    "$RL" --table=$T release --force "$1" >/dev/null; echo "force=$?"
+    sleep 4
+    "$RL" unlock --check >/dev/null 2>&1; echo "check=$?"
+    "$RL" unlock >/dev/null 2>&1; echo "unlock=$?"
+' _ "$n" 2>&1)
+if [[ $out == *force=0* && $out == *check=75* && $out == *unlock=75* ]]; then
+    pass "lost after a long wait: the first unlock --check after the loss says so (75)"
+else
+    fail "lost after a long wait: the first unlock --check after the loss says so (75)" "$out"
+fi
+
 # ---- usage errors ----------------------------------------------------------------------
 "$RL" --table=$T lock >/dev/null 2>&1
 check_exit "lock without NAME: 64" 64 $?

@@ -180,6 +180,70 @@ static void test_keep__reports_a_force_release_within_one_interval_once(void **s
     assert_rc(rowlock_release(l), ROWLOCK_ENOTOWNER, c);
 }
 
+typedef struct later_release {
+    rowlock_client *c;
+    rowlock_lock *l;
+    int ms, rc;
+} later_release;
+
+static void *release_later(void *arg)
+{
+    later_release *r = arg;
+    tu_sleep_ms(r->ms);
+    r->rc = rowlock_release(r->l);
+    return NULL;
+}
+
+/* A lock kept after a long wait is warned at once: its safe time counts
+ * from the start of the acquire (here 2.5 s of a 3 s lease were spent
+ * waiting). The keeper's first renewal moves the safe time away again, and
+ * a later loss must still be told: a second call, LOST. Planted one call
+ * per grant (the rule before): the loss is never told (fails). */
+static void test_keep__a_lock_warned_after_a_long_wait_is_still_told_of_its_loss(void **state)
+{
+    (void)state;
+    if (!is_lease())
+        skip(); /* for-update locks cannot be force-released */
+    events ev = { PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0 };
+    rowlock_client *c = tu_client(TABLE), *other = tu_client(TABLE), *admin = tu_client(TABLE);
+    rowlock_lock *l = tu_lock(c, "warned", strategy), *lo = tu_lock(other, "warned", strategy);
+    assert_rc(rowlock_acquire(lo, 0, TU_LEASE_LONG), 0, other);
+    rowlock_keep_options ko = ROWLOCK_KEEP_OPTIONS_INIT;
+    ko.on_event = on_event;
+    ko.arg = &ev;
+    ko.interval_ms = 1000;
+    assert_rc(rowlock_keep(l, &ko), 0, c);
+    const int64_t t0 = tu_now_us();
+    later_release lr = { other, lo, 2500, -99 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_later, &lr), 0);
+    const int arc = rowlock_acquire(l, 10000, 3000);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(lr.rc, 0);
+    assert_rc(arc, 0, c);
+    const int64_t waited_ms = (int64_t)tu_ms_since(t0);
+    while (ev_calls(&ev) == 0 && tu_ms_since(t0) < 6000)
+        tu_sleep_ms(10);
+    const int warned = ev_calls(&ev);
+    const rowlock_keep_state first = ev.state;
+    /* Renewed since (every second): the safe time is far again. */
+    while (status_of(l).renewals < 2 && tu_ms_since(t0) < 8000)
+        tu_sleep_ms(10);
+    rowlock_info released = ROWLOCK_INFO_INIT;
+    const int64_t t_force = tu_now_us();
+    assert_rc(rowlock_admin_force_release(admin, "warned", &released), 0, admin);
+    while (ev_calls(&ev) < 2 && tu_ms_since(t_force) < 1000 + TU_SLACK_MS + 1000)
+        tu_sleep_ms(10);
+    print_message("[%s] waited %lld ms; calls: %d after the grant (state %d), %d after the force release\n",
+                  strategy_arg, (long long)waited_ms, warned, (int)first, ev_calls(&ev));
+    assert_true(waited_ms >= 2000);
+    assert_int_equal(warned, 1);
+    assert_true(first != ROWLOCK_KEEP_LOST);
+    assert_int_equal(ev_calls(&ev), 2);
+    assert_int_equal(ev.state, ROWLOCK_KEEP_LOST);
+    assert_rc(rowlock_release(l), ROWLOCK_ENOTOWNER, c);
+}
+
 /* The safe-until time against the server's own lease end, sampled for 6 s
  * with a 1.5 s lease; for 2.5 s of it an administrator holds the row locked,
  * so no renewal can commit and the server's lease runs out. At every sample,
@@ -485,6 +549,7 @@ int main(int argc, char **argv)
         TU_TEST(test_keep__renews_through_a_task_ten_leases_long),
         TU_TEST(test_keep__survives_a_killed_keeper_connection),
         TU_TEST(test_keep__reports_a_force_release_within_one_interval_once),
+        TU_TEST(test_keep__a_lock_warned_after_a_long_wait_is_still_told_of_its_loss),
         TU_TEST(test_keep__safe_until_never_passes_the_server_lease_end),
         TU_TEST(test_keep__for_update_reports_the_end_of_the_holding_session_at_once),
         TU_TEST(test_keep__same_connection_renews_on_the_holders_only_session),

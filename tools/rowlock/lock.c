@@ -445,7 +445,38 @@ typedef struct sup {
     char *shown;
     int lost;
     char lost_msg[400];
+    int64_t margin;   /* the lock is taken for lost this long before its safe time */
 } sup;
+
+static void mark_lost(sup *s, const char *why);
+
+/* What the keeper says now: marks the lock lost (and stops keeping it) when
+ * it is, or when its safe time is within the margin with no renewal
+ * confirmed. Returns when to look again (monotonic µs; -1: no deadline). */
+static int64_t lock_status(sup *s, int64_t now)
+{
+    char msg[1024];
+    int64_t wake = -1;
+    if (s->lost)
+        return -1;
+    rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
+    int renewed, expired = rl_hold_check(&s->h, now, s->margin, &ki, &renewed);
+    if (s->la->o.verbose && renewed)
+        fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n", PROG, s->shown, s->h.token);
+    if (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE) {
+        snprintf(msg, sizeof msg, "the lock was lost: %s", ki.reason[0] ? ki.reason : "the keeper no longer holds it");
+        mark_lost(s, msg);
+    } else if (expired) {
+        snprintf(msg, sizeof msg, "the lease could not be renewed (%s) and ends in %.1f s",
+                 ki.reason[0] ? ki.reason : "no renewal confirmed", (double)(ki.safe_until_us - now) / 1e6);
+        mark_lost(s, msg);
+    } else if (ki.safe_until_us != INT64_MAX) {
+        wake = ki.safe_until_us - s->margin;
+    }
+    if (s->lost)
+        rl_hold_unkeep(&s->h);
+    return wake;
+}
 
 static void release_now(sup *s, int *code, char *msg, size_t cap)
 {
@@ -474,8 +505,6 @@ static void release_now(sup *s, int *code, char *msg, size_t cap)
     if (s->la->o.verbose || *code != 0)
         fprintf(stderr, "%s: lock supervisor: %s\n", PROG, msg);
 }
-
-static void mark_lost(sup *s, const char *why);
 
 /* `rowlock unlock --downgrade`: exclusive to shared, still held
  * (rowlock_downgrade; the library's keeper goes on keeping it). */
@@ -550,6 +579,7 @@ static int serve(sup *s, int fd)
     } else if (strncmp(req, "downgrade", 9) == 0) {
         downgrade_now(s, &code, msg, sizeof msg);
     } else if (strncmp(req, "check", 5) == 0) {
+        (void)lock_status(s, cli_mono_us()); /* the keeper's word now, not as of our last wake-up */
         if (s->lost) {
             code = CLI_EX_TEMPFAIL;
             snprintf(msg, sizeof msg, "lock '%s' was lost: %s", s->shown, s->lost_msg);
@@ -571,40 +601,20 @@ static int serve(sup *s, int fd)
  * for lost. Returns the supervisor's exit status. */
 static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
 {
-    int64_t lease_us = s->la->o.lease_ms * 1000, margin = lease_us / 6;
+    int64_t lease_us = s->la->o.lease_ms * 1000;
     int code;
     char msg[1024];
 
-    if (margin < 1000000)
-        margin = 1000000;
-    if (margin > lease_us / 2)
-        margin = lease_us / 2;
+    s->margin = lease_us / 6;
+    if (s->margin < 1000000)
+        s->margin = 1000000;
+    if (s->margin > lease_us / 2)
+        s->margin = lease_us / 2;
     for (;;) {
         struct pollfd pfd[4];
-        int64_t now = cli_mono_us(), wake = -1;
+        int64_t now = cli_mono_us(), wake = lock_status(s, now);
         int nfd = 0, timeout_ms, pr, k, ipid = -1;
 
-        if (!s->lost) {
-            rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
-            int renewed, expired = rl_hold_check(&s->h, now, margin, &ki, &renewed);
-            if (s->la->o.verbose && renewed)
-                fprintf(stderr, "%s: lock supervisor: renewed '%s' (token %" PRIu64 ")\n", PROG, s->shown,
-                        s->h.token);
-            if (ki.state == ROWLOCK_KEEP_LOST || ki.state == ROWLOCK_KEEP_NONE) {
-                snprintf(msg, sizeof msg, "the lock was lost: %s",
-                         ki.reason[0] ? ki.reason : "the keeper no longer holds it");
-                mark_lost(s, msg);
-            } else if (expired) {
-                snprintf(msg, sizeof msg, "the lease could not be renewed (%s) and ends in %.1f s",
-                         ki.reason[0] ? ki.reason : "no renewal confirmed",
-                         (double)(ki.safe_until_us - now) / 1e6);
-                mark_lost(s, msg);
-            } else if (ki.safe_until_us != INT64_MAX) {
-                wake = ki.safe_until_us - margin;
-            }
-            if (s->lost)
-                rl_hold_unkeep(&s->h);
-        }
         /* --verbose reports renewals within a second; without a pidfd the
          * watched pid is polled every second. */
         if ((s->la->o.verbose || pidfd < 0) && (wake < 0 || wake > now + 1000000))
