@@ -681,8 +681,13 @@ ROWLOCK_EXTERN ROWLOCK_WARN_UNUSED int rowlock_renew(rowlock_lock *l, int64_t le
  *   ROWLOCK_EUNSUPPORTED a strategy that cannot: optimistic (no shared
  *   mode), for-update (InnoDB keeps a transaction's exclusive row lock
  *   until it ends), insert on a Galera cluster (not done there yet);
- *   ROWLOCK_EDB (nothing changed, unless the connection died after the
- *   change committed: then it is found and 0 returned).
+ *   ROWLOCK_EDB (nothing changed). When the connection died during the
+ *   downgrade, its server session is ended first (it may still be running
+ *   the change, e.g. in a lock wait past the read timeout), then the grant
+ *   is read: a change that committed returns 0, one that did not
+ *   ROWLOCK_EDB; if the session cannot be ended or the grant read,
+ *   ROWLOCK_ENOTOWNER: the lock is given up (it ends with its lease). After
+ *   a failover (the epoch rule), ROWLOCK_ENOTOWNER as for a renewal.
  * insert: a grant on a name used shared before (a holders-table entry) is
  * one statement, plus one to wake readers; a grant of the one-row protocol
  * turns the name into a multi-holder name in one transaction of 5 round

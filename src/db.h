@@ -289,6 +289,10 @@ unsigned long rowlock__acquiring(rowlock_client *c, int d, unsigned int *port);
  * no such session there and kills nothing. 0 once it is not listed, else
  * an error code (the client's message says why). */
 int rowlock__db_end_cut_session(rowlock_client *c, unsigned long session, unsigned int port);
+/* The server session of the client's own connection and its local TCP port
+ * (0, 0: not connected, or a wrapped connection), for
+ * rowlock__db_end_cut_session() after that connection died. */
+void rowlock__db_session(rowlock_client *c, unsigned long *session, unsigned int *port);
 /* The fault seam's two points in a statement's run (fault.c): before it, 0
  * to run it (*drop_after set when the connection is to be cut once it ran)
  * or the injected error; after it, the error of the cut. */

@@ -616,6 +616,14 @@ static void set_sock_fd(rowlock_client *c, int fd, unsigned long session)
     pthread_mutex_unlock(&c->fd_mu);
 }
 
+void rowlock__db_session(rowlock_client *c, unsigned long *session, unsigned int *port)
+{
+    pthread_mutex_lock(&c->fd_mu);
+    *session = c->sock_fd >= 0 ? c->sock_session : 0;
+    *port = c->sock_fd >= 0 ? c->sock_port : 0;
+    pthread_mutex_unlock(&c->fd_mu);
+}
+
 ROWLOCK_EXTERN void rowlock_client_interrupt(rowlock_client *c)
 {
     if (c == NULL)

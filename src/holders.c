@@ -2009,22 +2009,46 @@ fail:
     return rc;
 }
 
-/* After a downgrade whose connection died: 1 if our grant is a shared
- * entry now (it committed), 0 if not or unknown. */
-static int downgrade_committed(rowlock_lock *l)
+/* After a downgrade whose connection died (session, port: that
+ * connection's). Its server session may still be running the statement (a
+ * lock wait that outlasted the read timeout), and a read now could find
+ * the grant exclusive while that session's UPDATE commits a moment later:
+ * readers would then be granted beside a holder told it is still
+ * exclusive. So the session is ended first (KILL, then gone from the
+ * process list, as the give-back after an interrupt does), then the grant
+ * is read. 1: the downgrade committed (shared now); 0: it did not
+ * (c's error is the statement's again); -1: unknown (the session could not
+ * be ended, or the read failed): the caller gives the grant up. */
+static int downgrade_outcome(rowlock_lock *l, unsigned long session, unsigned int port)
 {
     rowlock_client *c = l->client;
     rowlock__errsave keep;
     rowlock__error_save(c, &keep);
+    if (session == 0 || rowlock__db_end_cut_session(c, session, port) != 0)
+        return -1;
     rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__col col = { .type = ROWLOCK__T_I64 };
     rowlock__res res;
     int rc = rowlock__db_run_quiet(c, RL_STMT(.what = "downgrade (insert): check", .tmpl = SQL_DOWNGRADE_CHECK,
                                               .params = p, .nparams = 3, .cols = &col, .ncols = 1, .res = &res));
-    int done = rc == 0 && res.rows == 1 && col.i == ROWLOCK_MODE_SHARED;
-    if (!done)
-        rowlock__error_restore(c, &keep);
-    return done;
+    if (rc)
+        return -1;
+    if (res.rows == 1 && col.i == ROWLOCK_MODE_SHARED)
+        return 1;
+    rowlock__error_restore(c, &keep);
+    return 0;
+}
+
+/* The downgrade failed with rc: the connection died and its outcome is
+ * unknown. The grant is given up (ROWLOCK_ENOTOWNER: lock.c marks the
+ * handle lost): whatever it is now, exclusive or shared, it ends with its
+ * lease. */
+static int downgrade_unknown(rowlock_lock *l)
+{
+    return rowlock__fail(l->client, ROWLOCK_ENOTOWNER,
+                         "downgrade %s (insert): the connection was lost and whether the downgrade committed "
+                         "cannot be known; the lock is given up (it ends with its lease)",
+                         l->shown);
 }
 
 int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
@@ -2044,6 +2068,11 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
                              "downgrade %s (insert): held %u times by this client; release the re-entries first "
                              "(a downgrade would change every hold)",
                              l->shown, l->held + other_holds(l));
+    unsigned long session;
+    unsigned int port;
+    if ((rc = rowlock__db_ensure(c, "downgrade")))
+        return rc;
+    rowlock__db_session(c, &session, &port); /* the statements below run on it (we hold the connection) */
     if (l->held_multi) {
         rowlock__param p[4] = { RL_I64(lease_ms * 1000), RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len),
                                 RL_U64(l->token) };
@@ -2051,8 +2080,13 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
         rc = rowlock__lease_exec_retrying(l, "downgrade", SQL_DOWNGRADE, p, 4, &res);
         if (rc == 0 && res.affected != 1)
             return lost(l, "downgrade");
-        if (rc != 0 && !(rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN && downgrade_committed(l)))
-            return rc;
+        if (rc != 0) {
+            int done = rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN ? downgrade_outcome(l, session, port) : 0;
+            if (done < 0)
+                return downgrade_unknown(l);
+            if (!done)
+                return rc;
+        }
         if (c->connected) {
             char wake[64];
             wake_name(l, c->owner, wake, sizeof wake);
@@ -2067,6 +2101,10 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
     /* A one-row grant: a lock wait (another session's claim statement on the
      * row, microseconds) rolled the transaction back; try again. */
     for (unsigned attempt = 0;; attempt++) {
+        if (attempt && (rc = rowlock__db_ensure(c, "downgrade")) == 0)
+            rowlock__db_session(c, &session, &port);
+        else if (attempt)
+            break;
         rc = downgrade_one_row(l, lease_ms);
         if (rc != ROWLOCK_EBUSY || attempt >= 8)
             break;
@@ -2074,8 +2112,13 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
     }
     if (rc == ROWLOCK_EBUSY)
         rc = rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
-    if (rc != 0 && !(rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN && downgrade_committed(l)))
-        return rc;
+    if (rc != 0) {
+        int done = rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN ? downgrade_outcome(l, session, port) : 0;
+        if (done < 0)
+            return downgrade_unknown(l);
+        if (!done)
+            return rc;
+    }
     rowlock__clear_error(c);
     l->held_multi = 1;
     l->multi = 1;

@@ -656,6 +656,17 @@ static int downgrade_held(rowlock_lock *l)
     int rc = check_autocommit(l, "downgrade");
     if (rc)
         return rc;
+    /* After a failover the grant is gone with the old server, as for a
+     * release or a renewal (epoch.c): lost, not downgraded (found by a
+     * review: a downgrade extended a grant the epoch rule says is lost). */
+    if ((rc = rowlock__epoch_renew_check(l, "downgrade", l->lease_ms))) {
+        if (rc == ROWLOCK_ENOTOWNER) {
+            l->lost = 1;
+            ROWLOCK__LOG_LOCK(l, ROWLOCK_LOG_ERROR, LOST, RL_EVX(.code = rc), "%s", c->errmsg);
+            KEEPER(c, lost, l);
+        }
+        return rc;
+    }
     int kept = l->keep_on;
     if (kept)
         KEEPER(c, forget, l);

@@ -399,6 +399,65 @@ static void test_downgrade__a_lost_lock_is_not_downgraded(void **state)
     assert_rc(rowlock_downgrade(y), ROWLOCK_ENOTOWNER, a);
 }
 
+/*
+ * A downgrade whose statement outlives the client's read timeout: it waits
+ * on its entry's row lock, held by another transaction, and the client sees
+ * a lost connection while the server session still runs the UPDATE. The
+ * outcome is read only once that session is ended (KILL), so the answer
+ * holds: "nothing changed" (ROWLOCK_EDB) leaves the entry exclusive after
+ * the blocker commits, and a reader's try stays busy. Planted: the read
+ * without ending the session: EDB, then the old session's UPDATE commits
+ * the entry shared, and a reader is granted beside the holder told it is
+ * still exclusive (fails).
+ */
+static void test_downgrade__a_downgrade_cut_by_the_read_timeout_keeps_its_answer(void **state)
+{
+    (void)state;
+    rowlock_client *h = NULL;
+    rowlock_client_options co = ROWLOCK_CLIENT_OPTIONS_INIT;
+    co.defaults_file = tu_defaults_file();
+    co.table = TABLE;
+    co.read_timeout_ms = 1000;
+    assert_int_equal(rowlock_client_new(&h), 0);
+    tu_register_client(h);
+    assert_rc(rowlock_client_connect(h, &co), 0, h);
+    make_multi("dg-cut");
+    rowlock_lock *x = ML(h, "dg-cut", ROWLOCK_MODE_EXCLUSIVE);
+    assert_rc(rowlock_acquire(x, 0, TU_LEASE_LONG), 0, h);
+    void *blocker = tu_mysql_connect(tu_defaults_file(), 0);
+    assert_non_null(blocker);
+    assert_int_equal(tu_mysql_query(blocker, "START TRANSACTION"), 0);
+    assert_int_equal(tu_mysql_query(blocker, "SELECT * FROM `" TABLE "_hold` WHERE name = 'dg-cut' FOR UPDATE"), 0);
+    const int64_t t0 = tu_now_us();
+    const int rc = rowlock_downgrade(x);
+    const double took_ms = tu_ms_since(t0);
+    assert_int_equal(tu_mysql_query(blocker, "COMMIT"), 0);
+    tu_mysql_close(blocker);
+    tu_sleep_ms(300); /* an UPDATE still waiting in the server commits now */
+    int ok = 0;
+    const long long mode = tu_sql_int(tu_defaults_file(), &ok,
+                                      "SELECT IFNULL(MAX(mode), -1) FROM `" TABLE "_hold` WHERE name = 'dg-cut' AND owner = '%s'",
+                                      rowlock_client_owner(h));
+    rowlock_client *r = C();
+    rowlock_lock *rl = ML(r, "dg-cut", ROWLOCK_MODE_SHARED);
+    const int rrc = rowlock_acquire(rl, 0, TU_LEASE_LONG);
+    if (rrc == 0)
+        assert_rc(rowlock_release(rl), 0, r);
+    print_message("  downgrade: %s after %.0f ms; the entry's mode then: %lld; a reader's try: %s\n",
+                  rowlock_error_name(rc), took_ms, mode, rowlock_error_name(rrc));
+    assert_true(ok);
+    if (rc == 0) { /* the UPDATE got through before the timeout: shared, readers join */
+        assert_int_equal(mode, ROWLOCK_MODE_SHARED);
+        assert_rc(rrc, 0, r);
+    } else {
+        assert_true(took_ms >= 900); /* the read timeout cut it, as meant */
+        assert_int_equal(rc, ROWLOCK_EDB);
+        assert_int_equal(mode, ROWLOCK_MODE_EXCLUSIVE);
+        assert_int_equal(rrc, ROWLOCK_EBUSY);
+        assert_rc(rowlock_release(x), 0, h);
+    }
+}
+
 static void test_downgrade__strategies_that_cannot_refuse(void **state)
 {
     (void)state;
@@ -466,6 +525,7 @@ int main(int argc, char **argv)
         TU_TEST(test_downgrade__reentrant_holds_are_refused),
         TU_TEST(test_downgrade__there_is_no_upgrade),
         TU_TEST(test_downgrade__a_lost_lock_is_not_downgraded),
+        TU_TEST(test_downgrade__a_downgrade_cut_by_the_read_timeout_keeps_its_answer),
         TU_TEST(test_downgrade__strategies_that_cannot_refuse),
         TU_TEST(test_downgrade__a_kept_one_row_lock_stays_kept),
         TU_TEST(test_downgrade__a_kept_holders_table_lock_stays_kept),

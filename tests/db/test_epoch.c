@@ -146,6 +146,27 @@ static void test_failover__shared_holders_wait_too(void **state)
     assert_rc(rowlock_release(lb), 0, b);
 }
 
+/* A holder from before a failover downgrades on a new session: refused as
+ * its renewal is, the lock lost (found by a review: the downgrade skipped
+ * the epoch check and extended the grant). Planted without the check: the
+ * downgrade succeeds (fails). */
+static void test_failover__a_downgrade_after_it_finds_the_lock_lost(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT)
+        skip(); /* the only strategy that downgrades */
+    tu_table_fresh(NULL, TABLE);
+    assert_int_equal(tu_sql(NULL, 0, "UPDATE `%s_epoch` SET max_lease_ms = 1500", TABLE), 0);
+    rowlock_client *a = tu_client(TABLE);
+    rowlock_lock *la = ML(a, "down", ROWLOCK_MODE_EXCLUSIVE);
+    assert_rc(rowlock_acquire(la, 0, 1000), 0, a);
+    simulate_failover();
+    reconnect(a);
+    assert_rc(rowlock_downgrade(la), ROWLOCK_ENOTOWNER, a);
+    tu_assert_msg_has(a, "failed over", __FILE__, __LINE__);
+    assert_int_equal(rowlock_lock_held(la), 0);
+}
+
 static void test_epoch__a_missing_row_is_a_failover(void **state)
 {
     (void)state;
@@ -167,6 +188,7 @@ int main(int argc, char **argv)
         TU_TEST(test_lease__over_the_max_is_refused),
         TU_TEST(test_failover__grants_wait_out_the_max_lease_and_tokens_jump),
         TU_TEST(test_failover__shared_holders_wait_too),
+        TU_TEST(test_failover__a_downgrade_after_it_finds_the_lock_lost),
         TU_TEST(test_epoch__a_missing_row_is_a_failover),
     };
     if (argc < 2 || rowlock_strategy_parse(&S, argv[1]) != 0) {
