@@ -2248,10 +2248,31 @@ ROWLOCK_EXTERN int rowlock_admin_set_permits(rowlock_client *c, const char *name
         return 0;
     /* Not a multi-holder name yet (or the value was already that: then the
      * conversion below changes nothing and says so). */
-    rowlock__param pc[5] = { RL_STR(name, n), RL_I64(ops->id), RL_I64(permits), RL_I64(ops->id), RL_I64(permits) };
-    if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_CONVERT, .params = pc, .nparams = 5,
-                                         .res = &res))))
+    const rowlock__lease_rule *rule;
+    if ((rc = rowlock__lease_rule_get(c, &rule)))
         return rc;
+    if (!(rule->flags & ROWLOCK__RULE_CLOCK)) {
+        /* A cluster: no node's clock says a one-row grant ended (found by a
+         * review: SQL_CONVERT's expires_at test took a live holder's row on
+         * a node whose clock ran ahead). Only a released row, or one that
+         * is multi-holder already, converts; a held one is busy. */
+        rowlock__param pcl[8] = { RL_STR(name, n), RL_I64(ops->id), RL_I64(permits), RL_I64(ops->id),
+                                  RL_U64(0), RL_U64(0), RL_I64(0), RL_I64(permits) };
+        if ((rc = rowlock__db_simple(c, "set permits", SQL_BEGIN)))
+            return rc;
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_CONVERT_CL, .params = pcl,
+                                             .nparams = 8, .res = &res))) ||
+            (rc = rowlock__db_simple(c, "set permits", SQL_COMMIT))) {
+            rollback(c);
+            return rc;
+        }
+    } else {
+        rowlock__param pc[5] = { RL_STR(name, n), RL_I64(ops->id), RL_I64(permits), RL_I64(ops->id),
+                                 RL_I64(permits) };
+        if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_CONVERT, .params = pc,
+                                             .nparams = 5, .res = &res))))
+            return rc;
+    }
     if (res.affected == 1 || res.insert_id == 1) {
         if ((rc = rowlock__db_run(c, RL_STMT(.what = "set permits", .tmpl = SQL_SET_PERMITS, .params = p, .nparams = 3,
                                              .res = &res))))

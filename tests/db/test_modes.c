@@ -725,6 +725,38 @@ static void test_semaphore__permits_change_keeps_holders(void **state)
     assert_rc(rowlock_release(la), 0, a);
 }
 
+/*
+ * Under the cluster rule no node's clock says a one-row grant ended: setting
+ * permits on a name an exclusive holder holds is busy even when the row's
+ * expires_at has passed (a node whose clock runs ahead), and no reader gets
+ * in beside the holder; once it released, the name converts. Planted with
+ * the one-server conversion (its expires_at test): permits set, a reader
+ * granted beside the holder (fails).
+ */
+static void test_semaphore__cluster_rule_permits_never_take_a_held_row(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || !cluster_rule())
+        skip();
+    rowlock_client *x = C(), *r = C(), *admin = C();
+    rowlock_lock *lx = ML(x, "perm-held", ROWLOCK_MODE_EXCLUSIVE, 0);
+    rowlock_lock *lr = ML(r, "perm-held", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(lx, 0, TU_LEASE_LONG), 0, x);
+    assert_int_equal(tu_sql(NULL, 0, "UPDATE `%s` SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE name = 'perm-held'",
+                            TABLE), 0);
+    const int prc = rowlock_admin_set_permits(admin, "perm-held", 4);
+    const int rrc = rowlock_acquire(lr, 0, TU_LEASE_LONG);
+    if (rrc == 0)
+        assert_rc(rowlock_release(lr), 0, r);
+    print_message("  set permits on a held row: %s; a reader's try: %s\n", rowlock_error_name(prc), rowlock_error_name(rrc));
+    assert_int_equal(prc, ROWLOCK_EBUSY);
+    assert_int_equal(rrc, ROWLOCK_EBUSY);
+    assert_rc(rowlock_release(lx), 0, x);
+    assert_rc(rowlock_admin_set_permits(admin, "perm-held", 4), 0, admin);
+    assert_rc(rowlock_acquire(lr, 0, TU_LEASE_LONG), 0, r);
+    assert_rc(rowlock_release(lr), 0, r);
+}
+
 /* ---- reaper, force release, listing (insert) ------------------------------ */
 
 static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
@@ -934,6 +966,7 @@ int main(int argc, char **argv)
         TU_TEST(test_semaphore__never_more_than_n_holders),
         TU_TEST(test_semaphore__one_permit_is_mutual_exclusion),
         TU_TEST(test_semaphore__permits_change_keeps_holders),
+        TU_TEST(test_semaphore__cluster_rule_permits_never_take_a_held_row),
         TU_TEST(test_semaphore__a_waiter_behind_a_waiter_is_woken_by_its_grant),
         TU_TEST(test_semaphore__a_killed_waiter_blocks_nobody),
         TU_TEST(test_semaphore__a_long_waiter_keeps_its_place),
