@@ -2332,6 +2332,14 @@ int rowlock__holders_reap(rowlock_client *c, int64_t grace_ms, uint64_t batch, i
     }
     for (unsigned busy = 0;;) {
         rowlock__res res;
+        /* Each batch READ COMMITTED, as the lock rows' batches (admin.c): no
+         * gap or next-key locks on by_expiry that would hold up a live
+         * entry's renewal or a new entry's write while the batch runs
+         * (SET TRANSACTION covers the next transaction only; found by a
+         * review: these batches ran REPEATABLE READ). */
+        if ((rc = rowlock__db_simple(c, "reap: isolation",
+                                     "/* rowlock:reap-isolation */ SET TRANSACTION ISOLATION LEVEL READ COMMITTED")))
+            return rc;
         rc = rowlock__db_run(c, RL_STMT(.what = "reap: delete holders", .tmpl = SQL_REAP, .params = p, .nparams = 2,
                                         .res = &res));
         if (rc == ROWLOCK_EBUSY && ++busy < 10) {
