@@ -1299,7 +1299,9 @@ ROWLOCK_EXTERN int rowlock_admin_holders(rowlock_client *c, const char *name,
 
 /**
  * Set the permits of a name (0: any number of shared holders; N: a counting
- * semaphore of N). Holders keep their grants when N shrinks; new ones wait
+ * semaphore of N). 0 makes it a name without a limit again, which takes
+ * the N the next semaphore handle asks for (rowlock_lock_options.permits).
+ * Holders keep their grants when N shrinks; new ones wait
  * until fewer than N hold it. A free name without a row becomes a
  * multi-holder name.
  * @return 0, ROWLOCK_EINVALID (bad name, N over ROWLOCK_PERMITS_MAX),
