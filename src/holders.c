@@ -778,6 +778,22 @@ static unsigned other_holds(const rowlock_lock *l)
     return n;
 }
 
+/* Holds of other handles of this client that share l's grant (the same
+ * token: re-entries of one entry). A sibling whose own grant lapsed and was
+ * replaced by l's fresh one holds another token and shares nothing: l's
+ * release is then the entry's last (found by a review: counted, it made l's
+ * release decrement a count of 1, report a loss, and leave the entry to
+ * its lease). */
+static unsigned sharing(const rowlock_lock *l)
+{
+    unsigned n = 0;
+    for (const rowlock_lock *h = l->client->locks; h; h = h->next)
+        if (h != l && h->held_multi && h->held > 0 && !h->lost && h->token == l->token && h->name_len == l->name_len &&
+            memcmp(h->name, l->name, l->name_len) == 0)
+            n += h->held;
+    return n;
+}
+
 /* After a failed step: a lost connection has no transaction left to end. */
 static void rollback(rowlock_client *c)
 {
@@ -1834,7 +1850,7 @@ int rowlock__holders_release(rowlock_lock *l)
     const int cluster = !(rule->flags & ROWLOCK__RULE_CLOCK);
     rowlock__param p[3] = { RL_STR(l->name, l->name_len), RL_STR(c->owner, c->owner_len), RL_U64(l->token) };
     rowlock__res res;
-    int last = l->held == 1 && other_holds(l) == 0;
+    int last = l->held == 1 && sharing(l) == 0;
     const char *sql = last ? (cluster ? SQL_RELEASE_LAST : SQL_RELEASE_LAST_LIVE)
                            : (cluster ? SQL_RELEASE_ONE : SQL_RELEASE_ONE_LIVE);
     rc = rowlock__lease_exec_retrying(l, "release", sql, p, 3, &res);
@@ -1844,7 +1860,7 @@ int rowlock__holders_release(rowlock_lock *l)
         /* Not live any more (or gone): clear what is left of it (the entry,
          * whatever its count, unless another handle of ours shares it: then
          * our count), and report the loss either way. */
-        const int alone = other_holds(l) == 0;
+        const int alone = sharing(l) == 0;
         rowlock__res gone;
         if (rowlock__lease_exec_retrying(l, "release", alone ? SQL_RELEASE_LAST : SQL_RELEASE_ONE, p, 3, &gone) == 0 &&
             gone.affected == 1) {

@@ -757,6 +757,38 @@ static void test_semaphore__cluster_rule_permits_never_take_a_held_row(void **st
     assert_rc(rowlock_release(lr), 0, r);
 }
 
+/*
+ * Two handles of one client on a shared name: the first one's lease lapses
+ * unnoticed, the second acquires (a fresh grant, another token, rewriting
+ * the client's entry) and releases: that release is the entry's last, so
+ * it succeeds and a writer gets the name at once. Planted: the lapsed
+ * sibling counted as sharing the entry: the release reports a loss and
+ * the entry stays for its lease, so the writer's try is busy (fails).
+ */
+static void test_shared__a_lapsed_sibling_handle_does_not_keep_a_fresh_grant(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip(); /* the cluster rule watches leases: nothing lapses by a clock */
+    rowlock_client *a = C(), *w = C();
+    rowlock_lock *l1 = ML(a, "sibling", ROWLOCK_MODE_SHARED, 0), *l2 = ML(a, "sibling", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *lw = ML(w, "sibling", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(l1, 0, 300), 0, a);
+    tu_sleep_ms(500); /* l1's lease lapsed */
+    assert_rc(rowlock_acquire(l2, 0, TU_LEASE_LONG), 0, a);
+    const uint64_t t1 = rowlock_lock_token(l1), t2 = rowlock_lock_token(l2);
+    const int rel = rowlock_release(l2);
+    const int wrc = rowlock_acquire(lw, 0, TU_LEASE_LONG);
+    if (wrc == 0)
+        assert_rc(rowlock_release(lw), 0, w);
+    print_message("  tokens %llu (lapsed) and %llu; the second's release: %s; a writer's try: %s\n",
+                  (unsigned long long)t1, (unsigned long long)t2, rowlock_error_name(rel), rowlock_error_name(wrc));
+    assert_true(t2 != t1);
+    assert_int_equal(rel, 0);
+    assert_int_equal(wrc, 0);
+    assert_rc(rowlock_release(l1), ROWLOCK_ENOTOWNER, a); /* the lapsed one learns it */
+}
+
 /* ---- reaper, force release, listing (insert) ------------------------------ */
 
 static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
@@ -961,6 +993,7 @@ int main(int argc, char **argv)
         TU_TEST(test_shared__readers_and_writers_never_overlap),
         TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
         TU_TEST(test_shared__a_renewal_never_shortens_the_lease),
+        TU_TEST(test_shared__a_lapsed_sibling_handle_does_not_keep_a_fresh_grant),
         TU_TEST(test_shared__a_renewing_holder_keeps_a_writer_out_a_lapsed_one_does_not),
         TU_TEST(test_shared__a_release_after_the_lease_ended_reports_the_loss),
         TU_TEST(test_semaphore__never_more_than_n_holders),
