@@ -184,6 +184,11 @@ expect_rc 0 "rowlock-reaper --version exits 0"
 expect_usage "no command" "$RL"
 expect_usage "unknown command" "$RL" frobnicate
 expect_usage "unknown global option" "$RL" --frobnicate status x
+# An explicit empty connection setting would let the option files decide
+# (Connector/C takes "" for "not given"): refused (found by a review).
+for o in host socket user database; do
+    expect_usage "--$o= (empty) is refused" "$RL" "--$o=" status x
+done
 expect_usage "run: unknown strategy" "$RL" run -S bogus "${P}u" true
 expect_usage "run: empty strategy" "$RL" run --strategy= "${P}u" true
 expect_usage "run: negative wait" "$RL" run -w -1 "${P}u" true

@@ -421,6 +421,12 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
         cc->opts.defaults_file = val;
         break;
     case OPT_HOST:
+        if (*val == '\0') {
+            /* Connector/C takes "" for "not given", and the option files'
+             * value would then win over an explicit setting. */
+            fprintf(stderr, "%s: --host needs a host name (an empty one would let the option files decide)\n", prog);
+            return -1;
+        }
         cc->opts.host = val;
         break;
     case OPT_PORT: {
@@ -433,12 +439,30 @@ int cli_conn_parse(cli_conn *cc, const char *prog, int argc, char **argv, int *i
         break;
     }
     case OPT_SOCKET:
+        if (*val == '\0') {
+            /* Connector/C takes "" for "not given", and the option files'
+             * value would then win over an explicit setting. */
+            fprintf(stderr, "%s: --socket needs a socket path (an empty one would let the option files decide)\n", prog);
+            return -1;
+        }
         cc->opts.unix_socket = val;
         break;
     case OPT_USER:
+        if (*val == '\0') {
+            /* Connector/C takes "" for "not given", and the option files'
+             * value would then win over an explicit setting. */
+            fprintf(stderr, "%s: --user needs a user name (an empty one would let the option files decide)\n", prog);
+            return -1;
+        }
         cc->opts.user = val;
         break;
     case OPT_DATABASE:
+        if (*val == '\0') {
+            /* Connector/C takes "" for "not given", and the option files'
+             * value would then win over an explicit setting. */
+            fprintf(stderr, "%s: --database needs a database name (an empty one would let the option files decide)\n", prog);
+            return -1;
+        }
         cc->opts.database = val;
         break;
     case OPT_TABLE:
