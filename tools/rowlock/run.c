@@ -1068,7 +1068,7 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
     char *sh_argv[4];
     char **cargv;
     watch wt;
-    int lost = 0;
+    int lost = 0, early_sig = 0;
     char *shown;
     size_t shown_w;
 
@@ -1197,6 +1197,17 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = CLI_EX_UNAVAILABLE;
         goto release;
     }
+    /* A signal that came after the grant and before COMMAND exists (a
+     * terminal's Ctrl-C reached only us then) ends rowlock as it would
+     * have ended the wait: the lock is released, COMMAND never starts
+     * (found by a review: it was consumed as "already delivered to
+     * COMMAND" and COMMAND ran). */
+    if ((early_sig = pending_fwd_signal(&fwdset)) != 0) {
+        if (ra.o.verbose)
+            fprintf(stderr, "%s: signal %d before COMMAND started; releasing '%s'\n", PROG, early_sig, shown);
+        ex = 128 + early_sig;
+        goto release;
+    }
     if (fflush(NULL) != 0) { /* nothing buffered matters to the child */ }
     /* What COMMAND starts stays below us when its parent exits (see "what
      * COMMAND started"): a lost lock stops all of it. */
@@ -1314,6 +1325,11 @@ out:
     rl_hold_done(&h);
     fdmap_free(&fds_before);
     free(shown);
+    if (early_sig != 0) {
+        cli_conn_free(cc);
+        rowlock_library_end();
+        die_by_signal(early_sig, &oldmask);
+    }
     return ex;
 }
 
