@@ -857,8 +857,11 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const ch
                 kill_at = ki.safe_until_us - wt->reap_us;
             if (kill_at < now)
                 kill_at = now;
-            /* No more renewals: the lock is given up. */
-            rl_hold_unkeep(wt->h);
+            /* Keeping goes on until COMMAND is gone (run() stops it then):
+             * stopping it here waited for a renewal in flight, which can
+             * sit in a reconnect or a read timeout for seconds, and the
+             * SIGKILL below came late (found by a review). A renewal that
+             * still succeeds only lengthens the lease while COMMAND dies. */
         }
         /* The watchdog's deadline: a backstop half a reap allowance after
          * our own SIGKILL time (still before safe-until), so that it acts
