@@ -354,6 +354,8 @@ static void watchdog_main(int rd, int pidfd, int kill_on_eof, pid_t cmd_pid, pid
     (void)sigprocmask(SIG_SETMASK, &none, NULL);
     /* Keep only the pipe and the pidfd: move them to 3 and 4, close the rest
      * (the database connections, the signalfd, a caller's lock files). */
+    if (pidfd == 3 && (pidfd = fcntl(pidfd, F_DUPFD, 5)) < 0) /* dup2(rd, 3) would close it */
+        _exit(70);
     if (dup2(rd, 3) < 0 || dup2(pidfd, 4) < 0)
         _exit(70);
     rd = 3;
