@@ -60,7 +60,6 @@ typedef struct many_item {
     rowlock_lock *l;
     size_t idx;          /* index in the caller's array */
     int acquired;        /* this call acquired it (one count) */
-    unsigned int before; /* rowlock_lock_held() before the call */
     int64_t sent_us;     /* when its grant or last renewal was sent */
 } many_item;
 
@@ -96,7 +95,6 @@ static int many_prepare(rowlock_lock *const *locks, size_t n, const char *what, 
         v[i].l = locks[i];
         v[i].idx = i;
         v[i].acquired = 0;
-        v[i].before = rowlock_lock_held(locks[i]);
         v[i].sent_us = 0;
     }
     for (size_t i = 0; i < n; i++)
