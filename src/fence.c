@@ -50,7 +50,8 @@
  * exclusive holder of a multi-holder name) are different: a taker reads the
  * entries with LOCK IN SHARE MODE and passes over one whose lease ended
  * without writing it, so the entry's fence also requires
- * `expires_at > UTC_TIMESTAMP(6)`. Such a taker's shared read waits for the
+ * `expires_at > SYSDATE(6)` (the clock once the entry is locked, not the
+ * statement's start: found by a review). Such a taker's shared read waits for the
  * fence's exclusive entry lock and then sees the lease ended only after the
  * fenced commit; a fence that waits for a taker's read finds, once the taker
  * committed, a lease the taker saw ended (one server: one clock). On a
@@ -83,9 +84,14 @@ static const char SQL_FENCE[] = "/* rowlock:fence */ UPDATE `{{table}}` SET fenc
                                 "WHERE name = ? AND owner = ? AND token = ? AND count > 0";
 
 /* Params: name, owner, token. The holders-table entry, by its primary key. */
-static const char SQL_FENCE_HOLD[] = "/* rowlock:fence-hold */ UPDATE `{{table}}_hold` SET fences = fences + 1 "
+/* The lease is judged by the clock when the entry's lock is granted
+ * (SYSDATE(6) in UTC, evaluated on the locked row), not when the statement
+ * started (UTC_TIMESTAMP(6)): a fence that started before the lease's end
+ * and waited for a taker that saw it ended must not find it running. */
+static const char SQL_FENCE_HOLD[] = "/* rowlock:fence-hold */ SET STATEMENT time_zone='+00:00' FOR "
+                                     "UPDATE `{{table}}_hold` SET fences = fences + 1 "
                                      "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 "
-                                     "AND expires_at > UTC_TIMESTAMP(6)";
+                                     "AND expires_at > SYSDATE(6)";
 /* The same on a cluster: no clock. A taker there passes over an entry only
  * by deleting it (holders.c), so an entry that is still there is current. */
 static const char SQL_FENCE_HOLD_CL[] = "/* rowlock:fence-hold-cl */ UPDATE `{{table}}_hold` SET fences = fences + 1 "

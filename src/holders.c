@@ -352,6 +352,16 @@ static const char SQL_ROW_CL[] =
 
 #define WAITER_LIVE ROWLOCK__HOLD_WAITER_LIVE
 
+/* Whether an entry's lease still runs, for a statement that may wait for
+ * the entry's lock (a renewal, a downgrade, a reader's confirmation of its
+ * grant): the clock once the row is locked, SYSDATE(6) (UTC under the
+ * statement's time_zone='+00:00'), not UTC_TIMESTAMP(6), which is fixed at
+ * the statement's start. An acquirer passes over a lapsed entry without
+ * writing it, so the clock is the only guard there: a statement that began
+ * before the lease's end and reached the row after an acquirer that saw it
+ * ended must not find it running (found by a review). */
+#define LIVE_NOW "SYSDATE(6)"
+
 /* Params: name. One row per entry (none: a row
  * with NULL entry columns). A grant is live while its lease lasts, a
  * waiter as WAITER_LIVE says: a waiter whose session ended (a crash, a cut
@@ -464,10 +474,10 @@ static const char SQL_GRANT_READERS[] =
  * µs, lease µs, queue lock, wake lock, wake lock, name, owner. Rows
  * changed: 1 granted, 0 not. */
 static const char SQL_GRANTED[] =
-    "/* rowlock:hold-granted */ SET STATEMENT innodb_lock_wait_timeout=1 FOR UPDATE `{{table}}_hold` SET"
+    "/* rowlock:hold-granted */ SET STATEMENT innodb_lock_wait_timeout=1, time_zone='+00:00' FOR UPDATE `{{table}}_hold` SET"
     " expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, lease_us = ?, gen = gen + 1,"
     " token = LAST_INSERT_ID(token) + 0 * IFNULL(RELEASE_LOCK(?), 0) + 0 * " TAKE_ONCE " "
-    "WHERE name = ? AND owner = ? AND mode = 1 AND granted = 1 AND count = 1 AND expires_at > UTC_TIMESTAMP(6)";
+    "WHERE name = ? AND owner = ? AND mode = 1 AND granted = 1 AND count = 1 AND expires_at > " LIVE_NOW;
 
 /* SQL_WRITE's parameters (WRITE_NPARAMS), into pw. wake, qlock: our wake
  * and queue locks (they outlive the statement: pw points into them). */
@@ -513,9 +523,9 @@ static const char SQL_FORGET_ANY[] =
  * shortens the lease (lease_server.c's LEASE_RENEW says why; gen + 1 makes
  * every renewal a change, so the rows changed say whether it matched). */
 static const char SQL_RENEW[] =
-    "/* rowlock:hold-renew */ UPDATE `{{table}}_hold` SET gen = gen + 1,"
+    "/* rowlock:hold-renew */ SET STATEMENT time_zone='+00:00' FOR UPDATE `{{table}}_hold` SET gen = gen + 1,"
     " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
-    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > UTC_TIMESTAMP(6)";
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND expires_at > " LIVE_NOW;
 /* On a cluster. Params: lease µs, lease µs, name, owner, token. No clock in
  * the condition: a taker passes over an entry only by deleting it (after
  * watching it unchanged for its lease), so an entry still there is ours. */
@@ -1950,9 +1960,9 @@ int rowlock__holders_acquire(rowlock_lock *l, int64_t wait_ms, int64_t lease_ms,
 
 /* Params: lease µs, name, owner, token. Rows: 1 done, 0 lost. */
 static const char SQL_DOWNGRADE[] =
-    "/* rowlock:hold-downgrade */ UPDATE `{{table}}_hold` SET mode = 1,"
+    "/* rowlock:hold-downgrade */ SET STATEMENT time_zone='+00:00' FOR UPDATE `{{table}}_hold` SET mode = 1,"
     " expires_at = GREATEST(expires_at, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND) "
-    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND mode = 0 AND expires_at > UTC_TIMESTAMP(6)";
+    "WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND mode = 0 AND expires_at > " LIVE_NOW;
 /* Params: name, strategy, owner, token. One row (count, lease left in µs)
  * when the one-row grant is ours and live: now locked; none: lost. */
 static const char SQL_DOWNGRADE_LOCK[] =

@@ -9,6 +9,7 @@
  */
 #include "testutil.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -789,6 +790,84 @@ static void test_shared__a_lapsed_sibling_handle_does_not_keep_a_fresh_grant(voi
     assert_rc(rowlock_release(l1), ROWLOCK_ENOTOWNER, a); /* the lapsed one learns it */
 }
 
+typedef struct commit_later {
+    void *m;
+    int ms;
+    unsigned rc;
+} commit_later;
+
+static void *commit_after(void *arg)
+{
+    commit_later *x = arg;
+    tu_sleep_ms(x->ms);
+    x->rc = tu_mysql_query(x->m, "COMMIT");
+    return NULL;
+}
+
+/* Hold `name`'s holders-table rows locked from now for `ms`, then commit (a
+ * thread): what an acquirer's locking read of the entries does briefly. */
+static void *lock_entries_for(const char *name, int ms, pthread_t *t, commit_later *x)
+{
+    void *m = tu_mysql_connect(NULL, 0);
+    assert_non_null(m);
+    assert_int_equal(tu_mysql_query(m, "START TRANSACTION"), 0);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT * FROM `%s_hold` WHERE name = '%s' FOR UPDATE", TABLE, name);
+    assert_int_equal(tu_mysql_query(m, sql), 0);
+    x->m = m;
+    x->ms = ms;
+    x->rc = 99;
+    assert_int_equal(pthread_create(t, NULL, commit_after, x), 0);
+    return m;
+}
+
+/*
+ * A statement that waits for a shared holder's entry (a renewal, a fence)
+ * judges its lease by the clock once the entry is locked: begun before the
+ * lease's end and let in after it, it is refused, as an acquirer that read
+ * the entry meanwhile saw the lease ended (and passed over it without
+ * writing it). A transaction holds the entry's row across the end of a
+ * 700 ms lease. Planted UTC_TIMESTAMP(6) (the statement's start): the
+ * renewal and the fence both succeed (fails).
+ */
+static void test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refused(void **state)
+{
+    (void)state;
+    if (S != ROWLOCK_STRATEGY_INSERT || cluster_rule())
+        skip(); /* the cluster rule has no clock in these statements */
+    rowlock_client *a = C();
+    rowlock_lock *ra = ML(a, "late-renew", ROWLOCK_MODE_SHARED, 0);
+    rowlock_lock *rf = ML(a, "late-fence", ROWLOCK_MODE_SHARED, 0);
+    pthread_t t;
+    commit_later x;
+
+    assert_rc(rowlock_acquire(ra, 0, 700), 0, a);
+    void *m = lock_entries_for("late-renew", 1200, &t, &x);
+    int64_t t0 = tu_now_us();
+    const int renew_rc = rowlock_renew(ra, 60000);
+    const double renew_ms = tu_ms_since(t0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tu_mysql_close(m);
+
+    assert_rc(rowlock_acquire(rf, 0, 700), 0, a);
+    m = lock_entries_for("late-fence", 1200, &t, &x);
+    void *app = tu_mysql_connect(NULL, 0);
+    assert_non_null(app);
+    assert_int_equal(tu_mysql_query(app, "START TRANSACTION"), 0);
+    t0 = tu_now_us();
+    const int fence_rc = rowlock_fence(rf, app);
+    const double fence_ms = tu_ms_since(t0);
+    assert_int_equal(tu_mysql_query(app, "ROLLBACK"), 0);
+    tu_mysql_close(app);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tu_mysql_close(m);
+    print_message("  renewal after %.0f ms: %s; fence after %.0f ms: %s\n", renew_ms, rowlock_error_name(renew_rc),
+                  fence_ms, rowlock_error_name(fence_rc));
+    assert_true(renew_ms >= 1000 && fence_ms >= 1000); /* both waited past the lease */
+    assert_int_equal(renew_rc, ROWLOCK_ENOTOWNER);
+    assert_int_equal(fence_rc, ROWLOCK_EFENCED);
+}
+
 /* ---- reaper, force release, listing (insert) ------------------------------ */
 
 static void test_reap__purges_stale_holders_and_tokens_keep_increasing(void **state)
@@ -994,6 +1073,7 @@ int main(int argc, char **argv)
         TU_TEST(test_shared__the_lease_keeper_renews_shared_holders),
         TU_TEST(test_shared__a_renewal_never_shortens_the_lease),
         TU_TEST(test_shared__a_lapsed_sibling_handle_does_not_keep_a_fresh_grant),
+        TU_TEST(test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refused),
         TU_TEST(test_shared__a_renewing_holder_keeps_a_writer_out_a_lapsed_one_does_not),
         TU_TEST(test_shared__a_release_after_the_lease_ended_reports_the_loss),
         TU_TEST(test_semaphore__never_more_than_n_holders),
