@@ -874,7 +874,10 @@ ROWLOCK_EXTERN int rowlock_inspect(rowlock_lock *l, rowlock_info *info);
  * has since given permits, it refuses every reader of a shared token (a
  * lapsed reader's permit may have gone to another holder, and the
  * procedure cannot tell the caller's entry). The C form fences the
- * caller's own entry: prefer it for readers.
+ * caller's own entry: prefer it for readers. Both forms judge a
+ * holders-table entry's lease by the server's clock once the entry is
+ * locked, not when the statement began (schema 10): a fence that waited
+ * for a taker that saw the lease ended is refused.
  * @return 0; ROWLOCK_EFENCED the grant is not current: roll back (nothing
  *   was written by this call); ROWLOCK_EINVALID (mysql NULL, the handle holds
  *   nothing, or `mysql` is not inside a transaction: autocommit would commit

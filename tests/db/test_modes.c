@@ -828,7 +828,8 @@ static void *lock_entries_for(const char *name, int ms, pthread_t *t, commit_lat
  * the entry meanwhile saw the lease ended (and passed over it without
  * writing it). A transaction holds the entry's row across the end of a
  * 700 ms lease. Planted UTC_TIMESTAMP(6) (the statement's start): the
- * renewal and the fence both succeed (fails).
+ * renewal and the fence both succeed (fails); the SQL form with 0009's
+ * procedure: the CALL succeeds (fails).
  */
 static void test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refused(void **state)
 {
@@ -861,11 +862,32 @@ static void test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refuse
     tu_mysql_close(app);
     assert_int_equal(pthread_join(t, NULL), 0);
     tu_mysql_close(m);
-    print_message("  renewal after %.0f ms: %s; fence after %.0f ms: %s\n", renew_ms, rowlock_error_name(renew_rc),
-                  fence_ms, rowlock_error_name(fence_rc));
-    assert_true(renew_ms >= 1000 && fence_ms >= 1000); /* both waited past the lease */
+
+    /* The SQL form (the procedure, sql/0010). */
+    rowlock_lock *rs = ML(a, "late-sql", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(rs, 0, 700), 0, a);
+    /* Closed to joining readers, as a writer's token draw leaves it: the
+     * procedure then fences the entry (an open name it fences by its row). */
+    assert_int_equal(tu_sql(NULL, 0, "UPDATE `%s` SET token = token + 1 WHERE name = 'late-sql'", TABLE), 0);
+    m = lock_entries_for("late-sql", 1200, &t, &x);
+    app = tu_mysql_connect(NULL, 0);
+    assert_non_null(app);
+    assert_int_equal(tu_mysql_query(app, "START TRANSACTION"), 0);
+    char call[200];
+    snprintf(call, sizeof call, "CALL `%s_fence`('late-sql', %llu)", TABLE, (unsigned long long)rowlock_lock_token(rs));
+    t0 = tu_now_us();
+    const unsigned call_err = tu_mysql_query(app, call);
+    const double call_ms = tu_ms_since(t0);
+    assert_int_equal(tu_mysql_query(app, "ROLLBACK"), 0);
+    tu_mysql_close(app);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tu_mysql_close(m);
+    print_message("  renewal after %.0f ms: %s; fence after %.0f ms: %s; SQL fence after %.0f ms: error %u\n",
+                  renew_ms, rowlock_error_name(renew_rc), fence_ms, rowlock_error_name(fence_rc), call_ms, call_err);
+    assert_true(renew_ms >= 1000 && fence_ms >= 1000 && call_ms >= 1000); /* all waited past the lease */
     assert_int_equal(renew_rc, ROWLOCK_ENOTOWNER);
     assert_int_equal(fence_rc, ROWLOCK_EFENCED);
+    assert_int_equal(call_err, 1644); /* SIGNAL SQLSTATE 'RLF01' */
 }
 
 /* ---- reaper, force release, listing (insert) ------------------------------ */
