@@ -187,4 +187,23 @@ done
 check $? "a lost lock: rowlock exits 75 and what COMMAND started (a child, one ignoring SIGTERM, one setsid) is gone" \
     "force release $frc: $(cat "$T/force.out")" "rowlock exit $trc" "still running:$alive" "$(cat "$T/err")"
 
+# ... but not what rowlock's caller started before exec'ing it (a sidecar:
+# `sidecar & exec rowlock run ...`; found by a review).
+S=$W/sidecar
+mkdir -p "$S"
+bash -c 'sleep 303 & echo $! > "$1/sidecar"
+    exec "$2" --defaults-file="$3" --connect-timeout 2 run -l 3 side-lock sh -c "echo 1 > \"\$1/started\"; sleep 300" sh "$1"' \
+    _ "$S" "$RL" "$CNF" 2>"$S/err" &
+spid=$!
+wait_file "$S/started" 30
+"${R[@]}" release --force side-lock >"$S/force.out" 2>&1
+wait_pid "$spid" 30
+src=$?
+sc=$(cat "$S/sidecar" 2>/dev/null)
+st=$(sed 's/.*) //' "/proc/$sc/stat" 2>/dev/null | cut -c1)
+[[ $src -eq 75 && -n $st && $st != Z ]]
+check $? "a lost lock: a process rowlock's caller started before exec'ing it is left running" \
+    "rowlock exit $src" "sidecar ${sc:-?} state '${st}'" "$(cat "$S/err")"
+[[ -n $sc ]] && kill -KILL "$sc" 2>/dev/null
+
 tap_done

@@ -251,59 +251,121 @@ static int in_set(const pid_t *set, size_t n, pid_t p)
     return 0;
 }
 
-/* SIGKILL every live process below root (its children, theirs, ...), but
- * not `spare` nor the caller. Returns how many live ones it found (0: the
- * tree below root is empty, zombies aside), -1 if /proc cannot be read. */
-static int kill_below(pid_t root, pid_t spare)
+/* rowlock's own children when it forked COMMAND (a process may exec
+ * rowlock with children already running: `sidecar & exec rowlock run ...`):
+ * they and their trees are not COMMAND's, and no walk goes below them. */
+#define SPARE_MAX 256
+static pid_t spare_pids[SPARE_MAX];
+static size_t n_spare;
+
+/* Calls fn(pid, state, ppid, arg) for every process in /proc; fn returns
+ * nonzero to stop. -1 if /proc cannot be read. Async-signal-safe. */
+static int each_proc(int (*fn)(pid_t p, char st, pid_t pp, void *arg), void *arg)
 {
-    pid_t set[TREE_MAX];
-    size_t n = 1;
-    int live = 0, added = 1;
-    const pid_t self = getpid();
-    set[0] = root;
-    while (added) {
-        added = 0;
-        int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-            return -1;
-        for (;;) {
-            char dbuf[4096];
-            long got = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
-            if (got <= 0)
-                break;
-            for (long off = 0; off < got;) {
-                const struct linux_dirent64_ *d = (const struct linux_dirent64_ *)(dbuf + off);
-                off += d->d_reclen;
-                long p = 0;
-                const char *c = d->d_name;
-                for (; *c >= '0' && *c <= '9' && p < INT_MAX / 10; c++)
-                    p = p * 10 + (*c - '0');
-                if (*c != '\0' || p <= 0 || in_set(set, n, (pid_t)p))
-                    continue;
-                char st;
-                pid_t pp;
-                if (proc_stat((pid_t)p, &st, &pp) != 0 || !in_set(set, n, pp))
-                    continue;
-                if (n < TREE_MAX)
-                    set[n++] = (pid_t)p;
-                added = 1;
-                if (st == 'Z' || st == 'X' || (pid_t)p == spare || (pid_t)p == self)
-                    continue;
-                live++;
-                int pfd = (int)syscall(SYS_pidfd_open, (pid_t)p, 0u);
-                if (pfd >= 0) {
-                    /* Still the process whose parent we read? */
-                    if (proc_stat((pid_t)p, &st, &pp) == 0 && in_set(set, n, pp))
-                        (void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0u);
-                    close(pfd);
-                } else if (errno == ENOSYS) {
-                    (void)kill((pid_t)p, SIGKILL); /* Linux before 5.3 */
-                }
+    int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -1;
+    for (;;) {
+        union {
+            uint64_t align;
+            char b[4096];
+        } dbuf;
+        long got = syscall(SYS_getdents64, dfd, dbuf.b, sizeof dbuf.b);
+        if (got <= 0)
+            break;
+        for (long off = 0; off < got;) {
+            const struct linux_dirent64_ *d = (const struct linux_dirent64_ *)(void *)(dbuf.b + off);
+            off += d->d_reclen;
+            long p = 0;
+            const char *c = d->d_name;
+            for (; *c >= '0' && *c <= '9' && p < INT_MAX / 10; c++)
+                p = p * 10 + (*c - '0');
+            char st;
+            pid_t pp;
+            if (*c != '\0' || p <= 0 || proc_stat((pid_t)p, &st, &pp) != 0)
+                continue;
+            if (fn((pid_t)p, st, pp, arg)) {
+                close(dfd);
+                return 0;
             }
         }
-        close(dfd);
     }
-    return live;
+    close(dfd);
+    return 0;
+}
+
+static int note_child(pid_t p, char st, pid_t pp, void *arg)
+{
+    (void)st;
+    if (pp == *(const pid_t *)arg && n_spare < SPARE_MAX)
+        spare_pids[n_spare++] = p;
+    return 0;
+}
+
+/* Before the fork: rowlock's children so far (see spare_pids). */
+static void note_children(void)
+{
+    pid_t self = getpid();
+    n_spare = 0;
+    (void)each_proc(note_child, &self);
+}
+
+typedef struct tree_walk {
+    pid_t set[TREE_MAX]; /* the root and the descendants found */
+    size_t n;
+    int added, live, full;
+    pid_t spare, self;
+} tree_walk;
+
+static int tree_step(pid_t p, char st, pid_t pp, void *arg)
+{
+    tree_walk *w = arg;
+    if (!in_set(w->set, w->n, pp) || in_set(w->set, w->n, p) || p == w->self || p == w->spare ||
+        in_set(spare_pids, n_spare, p))
+        return 0; /* not below the root, known, or spared with its tree */
+    if (w->n < TREE_MAX) {
+        w->set[w->n++] = p;
+        w->added = 1;
+    } else {
+        w->full = 1; /* its own children go unwalked this time; the caller walks again */
+    }
+    if (st == 'Z' || st == 'X')
+        return 0;
+    w->live++;
+    int pfd = (int)syscall(SYS_pidfd_open, p, 0u);
+    if (pfd >= 0) {
+        /* Still the process whose parent we read? */
+        char st2;
+        pid_t pp2;
+        if (proc_stat(p, &st2, &pp2) == 0 && in_set(w->set, w->n, pp2))
+            (void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0u);
+        close(pfd);
+    } else if (errno == ENOSYS) {
+        (void)kill(p, SIGKILL); /* Linux before 5.3 */
+    }
+    return 0;
+}
+
+/* SIGKILL every live process below root (its children, theirs, ...), but
+ * not `spare`, the caller, nor rowlock's children from before the fork
+ * (spare_pids) with their trees. Returns how many live ones it found (0:
+ * the tree below root is empty, zombies aside), -1 if /proc cannot be
+ * read. Async-signal-safe (the watchdog calls it). */
+static int kill_below(pid_t root, pid_t spare)
+{
+    static tree_walk w; /* 16 KB: not on the stack (one thread calls it) */
+    w.n = 1;
+    w.set[0] = root;
+    w.live = 0;
+    w.full = 0;
+    w.spare = spare;
+    w.self = getpid();
+    do {
+        w.added = 0;
+        if (each_proc(tree_step, &w) != 0)
+            return -1;
+    } while (w.added);
+    return w.live + w.full;
 }
 
 static void sleep_us_(int64_t us)
@@ -313,29 +375,56 @@ static void sleep_us_(int64_t us)
     }
 }
 
-/* kill_below(root, spare) (and below root2 if > 0) until the trees are
- * empty or `bound_us` passed. Returns 1 if they are empty. */
-static int kill_tree(pid_t root, pid_t root2, pid_t spare, int64_t bound_us)
+/* kill_below(root, spare) until the tree is empty or `bound_us` passed.
+ * Returns 1 if it is empty. */
+static int kill_tree(pid_t root, pid_t spare, int64_t bound_us)
 {
     const int64_t until = wd_now_us() + bound_us;
     for (;;) {
-        int a = kill_below(root, spare), b = root2 > 0 ? kill_below(root2, spare) : 0;
-        if (a == 0 && b == 0)
+        int a = kill_below(root, spare);
+        if (a == 0)
             return 1;
-        if (a < 0 || b < 0 || wd_now_us() >= until)
+        if (a < 0 || wd_now_us() >= until)
             return 0;
         sleep_us_(5000);
     }
 }
 
-/* The watchdog's kill: what COMMAND started, COMMAND, then whatever is
- * left below COMMAND and below the supervisor (its subreaper, if it still
- * lives: COMMAND's orphans go there), within a second. */
+static int reap_one(pid_t p, char st, pid_t pp, void *arg)
+{
+    const pid_t *keep = arg; /* self, COMMAND, the watchdog */
+    if (st == 'Z' && pp == keep[0] && p != keep[1] && p != keep[2])
+        (void)waitpid(p, NULL, WNOHANG);
+    return 0;
+}
+
+/* Reap rowlock's exited children other than COMMAND and the watchdog: as
+ * a subreaper it inherits COMMAND's orphans, and nobody else waits for
+ * them (init did, before). */
+static void reap_orphans(pid_t cmd, pid_t wd)
+{
+    pid_t keep[3] = { getpid(), cmd, wd };
+    (void)each_proc(reap_one, keep);
+}
+
+/* The watchdog's kill: what COMMAND started, COMMAND, then whatever is left
+ * below COMMAND (while it has not exited: its pid could be reused once it
+ * is reaped) and below the supervisor (while it is still our parent, the
+ * subreaper COMMAND's orphans go to), within a second. */
 static void wd_kill(int pidfd, pid_t cmd_pid, pid_t super)
 {
     (void)kill_below(cmd_pid, 0);
     (void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0u);
-    (void)kill_tree(cmd_pid, getppid() == super ? super : 0, getpid(), 1000000);
+    const int64_t until = wd_now_us() + 1000000;
+    for (;;) {
+        struct pollfd pf = { pidfd, POLLIN, 0 };
+        int cmd_alive = poll(&pf, 1, 0) == 0;
+        int a = cmd_alive ? kill_below(cmd_pid, 0) : 0;
+        int b = getppid() == super ? kill_below(super, getpid()) : 0;
+        if ((a == 0 && b == 0) || a < 0 || b < 0 || wd_now_us() >= until)
+            return;
+        sleep_us_(5000);
+    }
 }
 
 static void watchdog_main(int rd, int pidfd, int kill_on_eof, pid_t cmd_pid, pid_t super)
@@ -941,6 +1030,7 @@ static int supervise(pid_t pid, const watch *wt, watchdog *wd, int sfd, const ch
             }
             if ((int)si.ssi_signo == SIGCHLD) {
                 pid_t w;
+                reap_orphans(pid, wd->pid); /* COMMAND's orphans that exited (we are their subreaper) */
                 do {
                     w = waitpid(pid, &status, WNOHANG);
                 } while (w < 0 && errno == EINTR);
@@ -1202,23 +1292,28 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         ex = CLI_EX_UNAVAILABLE;
         goto release;
     }
+    if (fflush(NULL) != 0) { /* nothing buffered matters to the child */ }
+    /* What COMMAND starts stays below us when its parent exits (see "what
+     * COMMAND started"): a lost lock stops all of it, and not what we had
+     * started before (there is nothing, unless our caller exec'd us with
+     * children of its own). */
+    note_children();
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0 && ra.o.verbose)
+        fprintf(stderr, "%s: run: cannot become a subreaper (%s): processes COMMAND starts and leaves are not "
+                        "stopped with it\n", PROG, strerror(errno));
     /* A signal that came after the grant and before COMMAND exists (a
      * terminal's Ctrl-C reached only us then) ends rowlock as it would
      * have ended the wait: the lock is released, COMMAND never starts
      * (found by a review: it was consumed as "already delivered to
-     * COMMAND" and COMMAND ran). */
+     * COMMAND" and COMMAND ran). One that comes between this check and
+     * the fork still reaches COMMAND only if it is sent to us (forwarded);
+     * a terminal's is lost, as before. */
     if ((early_sig = pending_fwd_signal(&fwdset)) != 0) {
         if (ra.o.verbose)
             fprintf(stderr, "%s: signal %d before COMMAND started; releasing '%s'\n", PROG, early_sig, shown);
         ex = 128 + early_sig;
         goto release;
     }
-    if (fflush(NULL) != 0) { /* nothing buffered matters to the child */ }
-    /* What COMMAND starts stays below us when its parent exits (see "what
-     * COMMAND started"): a lost lock stops all of it. */
-    if (prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL) != 0 && ra.o.verbose)
-        fprintf(stderr, "%s: run: cannot become a subreaper (%s): processes COMMAND starts and leaves are not "
-                        "stopped with it\n", PROG, strerror(errno));
 
     pid = fork();
     if (pid < 0) {
@@ -1275,20 +1370,19 @@ int rl_cmd_run(cli_conn *cc, int argc, char **argv)
         watchdog wd;
         (void)watchdog_start(&wd, pid, ra.o.verbose, ra.o.strategy == ROWLOCK_STRATEGY_FOR_UPDATE);
         ex = supervise(pid, &wt, &wd, sfd, what, &lost);
-        if (lost && kill_tree(getpid(), 0, wd.pid, 1000000) == 0)
-            fprintf(stderr, "%s: some processes %s started were still running 1 s after SIGKILL\n", PROG, what);
-        watchdog_stop(&wd);
-    }
-    {
         /* The keeper may have found the lock lost after COMMAND ended (e.g.
          * both woke from a SIGSTOP together): the handle may then hold
          * nothing and the release below would be skipped, so report the
-         * loss here. */
+         * loss here, and stop what COMMAND left running as for any loss. */
         for (size_t i = 0; i < h.n; i++) {
             rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
             if (rowlock_keep_status(h.ls[i], &ki) == 0 && ki.state == ROWLOCK_KEEP_LOST)
                 lost = 1;
         }
+        if (lost && kill_tree(getpid(), wd.pid, 1000000) == 0)
+            fprintf(stderr, "%s: some processes %s started were still running 1 s after SIGKILL\n", PROG, what);
+        watchdog_stop(&wd);
+        reap_orphans(pid, 0);
     }
     rl_hold_unkeep(&h);
 
