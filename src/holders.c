@@ -498,9 +498,9 @@ static void write_params(rowlock__param *pw, const rowlock_lock *l, int mode, ui
 
 /* Params: name, owner, token. Rows: 1 done, 0 lost. */
 #define RELEASE_ONE \
-    "/* rowlock:hold-release */ UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1"
+    "/* rowlock:hold-release */ SET STATEMENT time_zone='+00:00' FOR UPDATE `{{table}}_hold` SET count = count - 1 WHERE name = ? AND owner = ? AND token = ? AND granted = 1 AND count > 1"
 #define RELEASE_LAST \
-    "/* rowlock:hold-release-last */ DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
+    "/* rowlock:hold-release-last */ SET STATEMENT time_zone='+00:00' FOR DELETE FROM `{{table}}_hold` WHERE name = ? AND owner = ? AND token = ? AND granted = 1"
 static const char SQL_RELEASE_ONE[] = RELEASE_ONE;
 static const char SQL_RELEASE_LAST[] = RELEASE_LAST;
 /* One server: the same, only while the lease runs. An acquirer passes over
@@ -508,7 +508,8 @@ static const char SQL_RELEASE_LAST[] = RELEASE_LAST;
  * says nothing about whether someone else held the name meanwhile: a
  * release after the lease's end is a loss (ENOTOWNER), as a renewal then
  * is, and the entry is then cleared by the statements above. */
-#define WHILE_LIVE " AND expires_at > UTC_TIMESTAMP(6)"
+#define WHILE_LIVE " AND expires_at > " LIVE_NOW /* (a review: a release let in after an acquirer that
+                                                       saw the lease ended was a loss left unreported) */
 static const char SQL_RELEASE_ONE_LIVE[] = RELEASE_ONE WHILE_LIVE;
 static const char SQL_RELEASE_LAST_LIVE[] = RELEASE_LAST WHILE_LIVE;
 /* A waiter that gives up. Params: name, owner. */
@@ -2127,10 +2128,13 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
     /* A one-row grant: a lock wait (another session's claim statement on the
      * row, microseconds) rolled the transaction back; try again. */
     for (unsigned attempt = 0;; attempt++) {
-        if (attempt && (rc = rowlock__db_ensure(c, "downgrade")) == 0)
+        if (attempt) {
+            /* The attempt before was rolled back (a lock wait): a failed
+             * reconnect changes nothing, and says so (a review). */
+            if ((rc = rowlock__db_ensure(c, "downgrade")))
+                return rc;
             rowlock__db_session(c, &session, &port);
-        else if (attempt)
-            break;
+        }
         rc = downgrade_one_row(l, lease_ms);
         if (rc != ROWLOCK_EBUSY || attempt >= 8)
             break;
