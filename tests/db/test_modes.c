@@ -828,8 +828,8 @@ static void *lock_entries_for(const char *name, int ms, pthread_t *t, commit_lat
  * the entry meanwhile saw the lease ended (and passed over it without
  * writing it). A transaction holds the entry's row across the end of a
  * 700 ms lease. Planted UTC_TIMESTAMP(6) (the statement's start): the
- * renewal and the fence both succeed (fails); the SQL form with 0009's
- * procedure: the CALL succeeds (fails).
+ * renewal, the fence, the release and the downgrade succeed (fails); the
+ * SQL form with 0009's procedure: the CALL succeeds (fails).
  */
 static void test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refused(void **state)
 {
@@ -882,12 +882,42 @@ static void test_shared__a_renewal_or_fence_that_waited_past_the_lease_is_refuse
     tu_mysql_close(app);
     assert_int_equal(pthread_join(t, NULL), 0);
     tu_mysql_close(m);
-    print_message("  renewal after %.0f ms: %s; fence after %.0f ms: %s; SQL fence after %.0f ms: error %u\n",
-                  renew_ms, rowlock_error_name(renew_rc), fence_ms, rowlock_error_name(fence_rc), call_ms, call_err);
-    assert_true(renew_ms >= 1000 && fence_ms >= 1000 && call_ms >= 1000); /* all waited past the lease */
+
+    /* A release: told of the loss, not "released". */
+    rowlock_lock *rr = ML(a, "late-release", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(rr, 0, 700), 0, a);
+    m = lock_entries_for("late-release", 1200, &t, &x);
+    t0 = tu_now_us();
+    const int release_rc = rowlock_release(rr);
+    const double release_ms = tu_ms_since(t0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tu_mysql_close(m);
+
+    /* A downgrade of an exclusive holder of a name used shared. */
+    rowlock_client *d = C();
+    rowlock_lock *open_it = ML(d, "late-down", ROWLOCK_MODE_SHARED, 0);
+    assert_rc(rowlock_acquire(open_it, 0, TU_LEASE_LONG), 0, d);
+    assert_rc(rowlock_release(open_it), 0, d);
+    rowlock_lock *rd = ML(d, "late-down", ROWLOCK_MODE_EXCLUSIVE, 0);
+    assert_rc(rowlock_acquire(rd, 0, 700), 0, d);
+    m = lock_entries_for("late-down", 1200, &t, &x);
+    t0 = tu_now_us();
+    const int down_rc = rowlock_downgrade(rd);
+    const double down_ms = tu_ms_since(t0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    tu_mysql_close(m);
+
+    print_message("  renewal after %.0f ms: %s; fence after %.0f ms: %s; SQL fence after %.0f ms: error %u; "
+                  "release after %.0f ms: %s; downgrade after %.0f ms: %s\n",
+                  renew_ms, rowlock_error_name(renew_rc), fence_ms, rowlock_error_name(fence_rc), call_ms, call_err,
+                  release_ms, rowlock_error_name(release_rc), down_ms, rowlock_error_name(down_rc));
+    /* all waited past the lease */
+    assert_true(renew_ms >= 1000 && fence_ms >= 1000 && call_ms >= 1000 && release_ms >= 1000 && down_ms >= 1000);
     assert_int_equal(renew_rc, ROWLOCK_ENOTOWNER);
     assert_int_equal(fence_rc, ROWLOCK_EFENCED);
     assert_int_equal(call_err, 1644); /* SIGNAL SQLSTATE 'RLF01' */
+    assert_int_equal(release_rc, ROWLOCK_ENOTOWNER);
+    assert_int_equal(down_rc, ROWLOCK_ENOTOWNER);
 }
 
 /* ---- reaper, force release, listing (insert) ------------------------------ */
