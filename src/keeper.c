@@ -201,11 +201,16 @@ static void refresh(rowlock__keeper *k, rowlock__kept *e, int64_t now)
 
 static void entry_free(rowlock__kept *e);
 
-/* A confirmed renewal moved the safe time further than warn_us away: a
- * later warning, or the loss, is told again (mutex held). */
+/* A confirmed renewal moved the safe time out of the warning window, even
+ * as of the next renewal's time: a later warning, or the loss, is told
+ * again (mutex held). A warn_ms so long that every healthy renewal leaves
+ * the safe time inside the window re-arms nothing (a review: it warned
+ * once per interval for ever); such a lock is told once per grant, as
+ * before. */
 static void rearm(rowlock__kept *e, int64_t now)
 {
-    if (e->notified && e->st.state != ROWLOCK_KEEP_LOST && e->safe_until - e->warn_us > now)
+    const int64_t next = e->next_us > now ? e->next_us : now;
+    if (e->notified && e->st.state != ROWLOCK_KEEP_LOST && e->safe_until - e->warn_us > next)
         e->notified = 0;
 }
 
@@ -322,8 +327,8 @@ static void renew_one(rowlock__keeper *k, rowlock__kept *e)
             state_event(k, e);
         if (sent + lease_ms * 1000 - drift_us(lease_ms) > e->safe_until)
             e->safe_until = sent + lease_ms * 1000 - drift_us(lease_ms);
-        rearm(e, done);
         e->next_us = sent + e->interval_us;
+        rearm(e, done);
         wake(k); /* the watcher's next deadline moved */
         return;
     }
