@@ -446,19 +446,27 @@ typedef struct sup {
     int lost;
     char lost_msg[400];
     int64_t margin;   /* the lock is taken for lost this long before its safe time */
+    int unkept;       /* keeping stopped (after the loss) */
 } sup;
 
 static void mark_lost(sup *s, const char *why);
 
-/* What the keeper says now: marks the lock lost (and stops keeping it) when
- * it is, or when its safe time is within the margin with no renewal
- * confirmed. Returns when to look again (monotonic µs; -1: no deadline). */
-static int64_t lock_status(sup *s, int64_t now)
+/* What the keeper says now: marks the lock lost when it is, or when its
+ * safe time is within the margin with no renewal confirmed; and, if
+ * may_block, stops keeping a lost lock (that waits for a renewal in
+ * flight: never while a client waits for an answer). Returns when to look
+ * again (monotonic µs; -1: no deadline). */
+static int64_t lock_status(sup *s, int64_t now, int may_block)
 {
     char msg[1024];
     int64_t wake = -1;
-    if (s->lost)
+    if (s->lost) {
+        if (may_block && !s->unkept) {
+            rl_hold_unkeep(&s->h);
+            s->unkept = 1;
+        }
         return -1;
+    }
     rowlock_keep_info ki = ROWLOCK_KEEP_INFO_INIT;
     int renewed, expired = rl_hold_check(&s->h, now, s->margin, &ki, &renewed);
     if (s->la->o.verbose && renewed)
@@ -473,8 +481,10 @@ static int64_t lock_status(sup *s, int64_t now)
     } else if (ki.safe_until_us != INT64_MAX) {
         wake = ki.safe_until_us - s->margin;
     }
-    if (s->lost)
+    if (s->lost && may_block) {
         rl_hold_unkeep(&s->h);
+        s->unkept = 1;
+    }
     return wake;
 }
 
@@ -579,7 +589,7 @@ static int serve(sup *s, int fd)
     } else if (strncmp(req, "downgrade", 9) == 0) {
         downgrade_now(s, &code, msg, sizeof msg);
     } else if (strncmp(req, "check", 5) == 0) {
-        (void)lock_status(s, cli_mono_us()); /* the keeper's word now, not as of our last wake-up */
+        (void)lock_status(s, cli_mono_us(), 0); /* the keeper's word now, not as of our last wake-up */
         if (s->lost) {
             code = CLI_EX_TEMPFAIL;
             snprintf(msg, sizeof msg, "lock '%s' was lost: %s", s->shown, s->lost_msg);
@@ -612,7 +622,7 @@ static int supervise_lock(sup *s, int lfd, int pidfd, int sfd)
         s->margin = lease_us / 2;
     for (;;) {
         struct pollfd pfd[4];
-        int64_t now = cli_mono_us(), wake = lock_status(s, now);
+        int64_t now = cli_mono_us(), wake = lock_status(s, now, 1);
         int nfd = 0, timeout_ms, pr, k, ipid = -1;
 
         /* --verbose reports renewals within a second; without a pidfd the
