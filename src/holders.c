@@ -2078,6 +2078,17 @@ static int downgrade_unknown(rowlock_lock *l)
                          l->shown);
 }
 
+/* A downgrade's statement or transaction failed with rc: 0 if it committed
+ * all the same (its connection died after the change), else what the
+ * downgrade returns (rc: nothing changed; ROWLOCK_ENOTOWNER: unknown). */
+static int downgrade_failed(rowlock_lock *l, int rc, unsigned long session, unsigned int port)
+{
+    if (rowlock__db_classify(l->client->db_errno) != ROWLOCK__DB_CONN)
+        return rc;
+    const int done = downgrade_outcome(l, session, port);
+    return done > 0 ? 0 : done < 0 ? downgrade_unknown(l) : rc;
+}
+
 int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
 {
     rowlock_client *c = l->client;
@@ -2107,13 +2118,8 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
         rc = rowlock__lease_exec_retrying(l, "downgrade", SQL_DOWNGRADE, p, 4, &res);
         if (rc == 0 && res.affected != 1)
             return lost(l, "downgrade");
-        if (rc != 0) {
-            int done = rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN ? downgrade_outcome(l, session, port) : 0;
-            if (done < 0)
-                return downgrade_unknown(l);
-            if (!done)
-                return rc;
-        }
+        if (rc != 0 && (rc = downgrade_failed(l, rc, session, port)))
+            return rc;
         if (c->connected) {
             char wake[64];
             wake_name(l, c->owner, wake, sizeof wake);
@@ -2142,13 +2148,8 @@ int rowlock__holders_downgrade(rowlock_lock *l, int64_t lease_ms)
     }
     if (rc == ROWLOCK_EBUSY)
         rc = rowlock__fail(c, ROWLOCK_EDB, "%s", c->errmsg);
-    if (rc != 0) {
-        int done = rowlock__db_classify(c->db_errno) == ROWLOCK__DB_CONN ? downgrade_outcome(l, session, port) : 0;
-        if (done < 0)
-            return downgrade_unknown(l);
-        if (!done)
-            return rc;
-    }
+    if (rc != 0 && (rc = downgrade_failed(l, rc, session, port)))
+        return rc;
     rowlock__clear_error(c);
     l->held_multi = 1;
     l->multi = 1;
